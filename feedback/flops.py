@@ -1,0 +1,175 @@
+"""Проверки лабораторной 7.2 «Оцените FLOPs обучения».
+
+Правило курса: за эпоху обучение тратит около 6·P·N операций — 2·P·N на прямой
+проход и 4·P·N на обратный (P — обучаемые параметры, N — токены).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from feedback.calling import LearnerProblem, as_number, guarded_check
+from feedback.comparing import Mistake, check_numeric_function, is_close, plural
+from feedback.formatting import format_flops, format_number, format_pair
+from feedback.result import CheckResult, failed, passed
+
+#: Сценарии задания 2: название (как в таблице), параметры P, токены N.
+SCENARIOS: tuple[tuple[str, float, float], ...] = (
+    ("BERT-Base", 110e6, 3.3e9),
+    ("T5-Large", 770e6, 1e12),
+    ("Gemma-1B (Africa Galore)", 1e9, 30e3),
+    ("PaLM", 540e9, 780e9),
+)
+COLUMNS = ("Scenario", "Parameters", "Tokens", "FLOPs")
+#: Допуск для таблицы: округлённые до трёх значащих цифр числа (2,18e18) принимаются.
+TABLE_REL_TOL = 1e-2
+
+
+def training_flops(param_count: float, num_tokens: float) -> float:
+    """Эталон: число операций одной эпохи обучения, 6·P·N."""
+    return 6 * param_count * num_tokens
+
+
+FLOPS_MISTAKES = (
+    Mistake(
+        lambda p, n: 2 * p * n,
+        "похоже, учтён только прямой проход (2·P·N). При обучении есть ещё обратный проход, "
+        "он примерно вдвое дороже прямого (4·P·N): всего 6·P·N.",
+    ),
+    Mistake(
+        lambda p, n: 4 * p * n,
+        "похоже, учтён только обратный проход (4·P·N). Добавьте прямой проход (2·P·N): "
+        "всего 6·P·N.",
+    ),
+    Mistake(
+        lambda p, n: p * n,
+        "не хватает множителя 6: на каждый параметр и каждый токен приходится около "
+        "2 операций в прямом проходе и 4 в обратном.",
+    ),
+    Mistake(
+        lambda p, n: 6 * (p + n),
+        "параметры и токены нужно перемножить, а не сложить: каждый токен проходит "
+        "через все параметры.",
+    ),
+)
+
+#: Случаи для функции: константы лабораторной и другие, чтобы не прошёл вписанный ответ.
+FLOPS_CASES = (
+    {"param_count": 1e9, "num_tokens": 30e3},
+    {"param_count": 110e6, "num_tokens": 3.3e9},
+    {"param_count": 7, "num_tokens": 11},
+    {"param_count": 2.5e6, "num_tokens": 4e5},
+    {"param_count": 540e9, "num_tokens": 780e9},
+)
+
+
+@guarded_check("compute_num_flops")
+def check_compute_num_flops(fn: Any) -> CheckResult:
+    """Проверяет ``compute_num_flops(param_count, num_tokens)`` на нескольких случаях."""
+    return check_numeric_function(
+        "compute_num_flops",
+        fn,
+        FLOPS_CASES,
+        training_flops,
+        FLOPS_MISTAKES,
+        formatter=format_flops,
+    )
+
+
+def _rows_as_dicts(rows: Any) -> list[dict[str, Any]]:
+    if rows is Ellipsis or rows is None:
+        raise LearnerProblem("таблица ещё не заполнена: final_results_data пуста или равна «…».")
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
+        rows = rows.to_dict("records")
+    if isinstance(rows, dict | str) or not hasattr(rows, "__iter__"):
+        raise LearnerProblem(
+            f"ожидался список словарей, а получен объект типа {type(rows).__name__}.",
+            'Пример строки: {"Scenario": "BERT-Base", "Parameters": 110e6, '
+            '"Tokens": 3.3e9, "FLOPs": ...}',
+        )
+    rows = list(rows)
+    if not rows:
+        raise LearnerProblem("таблица пуста: добавьте в final_results_data четыре сценария.")
+    for index, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise LearnerProblem(
+                f"строка {index} — не словарь, а {type(row).__name__}.",
+                "Каждая строка — словарь с ключами " + ", ".join(COLUMNS) + ".",
+            )
+        missing = [column for column in COLUMNS if column not in row]
+        if missing:
+            raise LearnerProblem(
+                f"в строке {index} нет ключей: {', '.join(missing)}.",
+                "Каждая строка — словарь с ключами " + ", ".join(COLUMNS) + ".",
+            )
+    return rows
+
+
+def _scenario_problems(rows: list[dict[str, Any]]) -> list[str]:
+    names = [str(row["Scenario"]).strip() for row in rows]
+    known = [name for name, _, _ in SCENARIOS]
+    problems = []
+    for name in known:
+        count = names.count(name)
+        if count == 0:
+            problems.append(f"Нет сценария «{name}».")
+        elif count > 1:
+            problems.append(f"Сценарий «{name}» встречается {plural(count, 'раз', 'раза', 'раз')}.")
+    for name in dict.fromkeys(names):
+        if name not in known:
+            problems.append(
+                f"Неизвестный сценарий «{name}»: названия должны быть как в задании "
+                f"({', '.join(known)})."
+            )
+    return problems
+
+
+def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[str]:
+    name = row["Scenario"]
+    problems = []
+    for column, expected in (("Parameters", params), ("Tokens", tokens)):
+        try:
+            value = as_number(row[column])
+        except LearnerProblem as problem:
+            problems.append(f"«{name}», {column}: {problem.headline}")
+            continue
+        if not is_close(value, expected, 1e-3):
+            problems.append(
+                f"«{name}», {column}: ожидалось {format_number(expected)}, "
+                f"получено {format_number(value)}."
+            )
+    if row["FLOPs"] is Ellipsis:
+        problems.append(f"«{name}»: вместо FLOPs осталось «…» — впишите число.")
+        return problems
+    try:
+        got = as_number(row["FLOPs"])
+    except LearnerProblem as problem:
+        return [*problems, f"«{name}», FLOPs: {problem.headline}"]
+    expected = training_flops(params, tokens)
+    if not is_close(got, expected, TABLE_REL_TOL):
+        shown_expected, shown_got = format_pair(expected, got, format_flops)
+        text = f"«{name}», FLOPs: ожидалось {shown_expected}, получено {shown_got}."
+        for mistake in FLOPS_MISTAKES:
+            if is_close(got, mistake.formula(params, tokens), TABLE_REL_TOL):
+                text += f" Подсказка: {mistake.hint}"
+                break
+        problems.append(text)
+    return problems
+
+
+@guarded_check("final_results_data")
+def check_final_results(rows: Any) -> CheckResult:
+    """Проверяет таблицу задания 2: четыре сценария, каждый ровно один раз, верные FLOPs."""
+    rows = _rows_as_dicts(rows)
+    problems = _scenario_problems(rows)
+    by_name = {str(row["Scenario"]).strip(): row for row in rows}
+    for name, params, tokens in SCENARIOS:
+        if name in by_name:
+            problems += _row_problems(by_name[name], params, tokens)
+    if problems:
+        return failed(
+            "final_results_data",
+            f"в таблице есть ошибки ({len(problems)}).",
+            *problems,
+        )
+    return passed("final_results_data", "все четыре сценария на месте, FLOPs верные.")

@@ -1,0 +1,179 @@
+"""Проверки лабораторной 7.4 «Оцените память GPU».
+
+Каждая функция учащегося возвращает объём в ГиБ (байты / 1024³). Проверки вызывают
+её не только с константами лабораторной, но и с другими числами.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from feedback.calling import guarded_check
+from feedback.comparing import Mistake, check_numeric_function
+from feedback.formatting import BYTES_PER_GIB, format_gib
+from feedback.result import CheckResult
+
+Bytes = Callable[..., float]
+
+
+def _unit_mistakes(in_bytes: Bytes) -> tuple[Mistake, ...]:
+    """Ошибки единиц, общие для всех пяти функций."""
+    return (
+        Mistake(
+            in_bytes,
+            "функция вернула байты, а нужны ГиБ: разделите результат на 1024³ "
+            "(для этого есть bytes_to_gb).",
+        ),
+        Mistake(
+            lambda *args: in_bytes(*args) / 1e9,
+            "вы разделили на 10⁹ (это ГБ), а нужны ГиБ: делите на 1024³ = 1 073 741 824. "
+            "Разница около 7 %.",
+        ),
+        Mistake(
+            lambda *args: in_bytes(*args) / 1024**2,
+            "получились МиБ: делите на 1024³, а не на 1024².",
+        ),
+    )
+
+
+def _gib(in_bytes: Bytes) -> Bytes:
+    return lambda *args: in_bytes(*args) / BYTES_PER_GIB
+
+
+def _check(title: str, fn: Any, cases: tuple, in_bytes: Bytes, *mistakes: Mistake) -> CheckResult:
+    return check_numeric_function(
+        title,
+        fn,
+        cases,
+        _gib(in_bytes),
+        (*mistakes, *_unit_mistakes(in_bytes)),
+        formatter=format_gib,
+    )
+
+
+PARAM_CASES = (
+    {"param_count": 4e9, "bytes_per_param": 4},
+    {"param_count": 4e9, "bytes_per_param": 2},
+    {"param_count": 1e9, "bytes_per_param": 2},
+    {"param_count": 123_456_789, "bytes_per_param": 4},
+)
+
+
+def _weights_bytes(param_count: float, bytes_per_param: float) -> float:
+    return param_count * bytes_per_param
+
+
+_FORGOT_BYTES = Mistake(
+    lambda p, b: p / BYTES_PER_GIB,
+    "забыт множитель bytes_per_param: каждый параметр занимает столько байт.",
+)
+
+
+@guarded_check("calculate_param_memory")
+def check_calculate_param_memory(fn: Any) -> CheckResult:
+    """Проверяет ``calculate_param_memory(param_count, bytes_per_param)`` = P·b в ГиБ."""
+    return _check("calculate_param_memory", fn, PARAM_CASES, _weights_bytes, _FORGOT_BYTES)
+
+
+INPUT_CASES = (
+    {"batch_size": 8, "max_length": 1024, "bytes_per_token_id": 4},
+    {"batch_size": 32, "max_length": 2048, "bytes_per_token_id": 4},
+    {"batch_size": 3, "max_length": 400, "bytes_per_token_id": 2},
+)
+
+
+@guarded_check("calculate_input_data_memory")
+def check_calculate_input_data_memory(fn: Any) -> CheckResult:
+    """Проверяет ``calculate_input_data_memory(batch, length, bytes_per_id)`` = B·L·t в ГиБ."""
+    return _check(
+        "calculate_input_data_memory",
+        fn,
+        INPUT_CASES,
+        lambda b, n, t: b * n * t,
+        Mistake(
+            lambda b, n, t: b * n / BYTES_PER_GIB,
+            "забыт множитель bytes_per_token_id: каждый идентификатор токена занимает "
+            "несколько байт (int32 — 4 байта).",
+        ),
+    )
+
+
+@guarded_check("calculate_gradient_memory")
+def check_calculate_gradient_memory(fn: Any) -> CheckResult:
+    """Проверяет ``calculate_gradient_memory(param_count, bytes_per_param)`` = P·b в ГиБ."""
+    return _check(
+        "calculate_gradient_memory",
+        fn,
+        PARAM_CASES,
+        _weights_bytes,
+        _FORGOT_BYTES,
+        Mistake(
+            lambda p, b: 2 * p * b / BYTES_PER_GIB,
+            "градиент — одно число на каждый параметр, поэтому P·b. Два числа на параметр "
+            "хранит оптимизатор Adam — это следующая функция.",
+        ),
+    )
+
+
+@guarded_check("calculate_optimizer_memory")
+def check_calculate_optimizer_memory(fn: Any) -> CheckResult:
+    """Проверяет ``calculate_optimizer_memory(param_count, bytes_per_param)`` = 2·P·b в ГиБ."""
+    return _check(
+        "calculate_optimizer_memory",
+        fn,
+        PARAM_CASES,
+        lambda p, b: 2 * p * b,
+        Mistake(
+            lambda p, b: p * b / BYTES_PER_GIB,
+            "Adam хранит для каждого параметра два числа — первый момент (скользящее среднее "
+            "градиента) и второй (скользящее среднее его квадрата), поэтому 2·P·b.",
+        ),
+        Mistake(
+            lambda p, b: 3 * p * b / BYTES_PER_GIB,
+            "похоже, сюда добавлены сами веса. Их считает calculate_param_memory; здесь — "
+            "только состояние оптимизатора: два момента Adam, 2·P·b.",
+        ),
+        Mistake(
+            lambda p, b: 2 * p / BYTES_PER_GIB,
+            "забыт множитель bytes_per_param: 2 момента × P параметров × b байт.",
+        ),
+    )
+
+
+ACTIVATION_ARGS = ("batch_size", "max_length", "num_layers", "embedding_dim", "bytes_per_param")
+ACTIVATION_CASES = (
+    dict(zip(ACTIVATION_ARGS, (8, 1024, 32, 2560, 4), strict=True)),
+    dict(zip(ACTIVATION_ARGS, (8, 1024, 32, 2560, 2), strict=True)),
+    dict(zip(ACTIVATION_ARGS, (3, 400, 26, 1152, 2), strict=True)),
+    dict(zip(ACTIVATION_ARGS, (16, 2048, 48, 3840, 4), strict=True)),
+)
+
+
+def _activation_bytes(*args: float) -> float:
+    product = 1.0
+    for value in args:
+        product *= value
+    return product
+
+
+def _missing_factor(position: int) -> Mistake:
+    name = ACTIVATION_ARGS[position]
+    return Mistake(
+        lambda *args: _activation_bytes(*args) / args[position] / BYTES_PER_GIB,
+        f"в произведении не хватает множителя {name}: в упрощённой модели курса "
+        "активации — это batch_size × max_length × num_layers × embedding_dim × "
+        "bytes_per_param.",
+    )
+
+
+@guarded_check("calculate_activation_memory")
+def check_calculate_activation_memory(fn: Any) -> CheckResult:
+    """Проверяет ``calculate_activation_memory(B, L, layers, d, b)`` = B·L·layers·d·b в ГиБ."""
+    return _check(
+        "calculate_activation_memory",
+        fn,
+        ACTIVATION_CASES,
+        _activation_bytes,
+        *(_missing_factor(position) for position in range(len(ACTIVATION_ARGS))),
+    )

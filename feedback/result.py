@@ -1,0 +1,85 @@
+"""Итог проверки: вердикт, который видит учащийся, и строгий режим для оценивания.
+
+В тетрадке результат показывается как цветная HTML-плашка, в терминале — как текст.
+Если задана переменная окружения ``FEEDBACK_STRICT=1`` (CI, nbval, автопроверка
+nbgrader), непройденная проверка не только показывается, но и роняет ячейку
+исключением :class:`CheckFailed` с тем же текстом.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass, field
+
+STRICT_ENV = "FEEDBACK_STRICT"
+
+
+class CheckFailed(AssertionError):
+    """Проверка не пройдена в строгом режиме; текст исключения — русский вердикт."""
+
+
+def strict_mode() -> bool:
+    """Включён ли строгий режим (``FEEDBACK_STRICT`` равна 1, true или yes)."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Вердикт одной проверки.
+
+    Истинен ровно тогда, когда ответ верный, поэтому годится для ``assert``.
+    ``message`` — весь текст вердикта по-русски; ``details`` — его строки после
+    заголовка (случай, ожидание, полученное значение, подсказка).
+    """
+
+    title: str
+    passed: bool
+    headline: str
+    details: tuple[str, ...] = field(default_factory=tuple)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def message(self) -> str:
+        return "\n".join((self.headline, *self.details))
+
+    def __str__(self) -> str:
+        mark = "✅" if self.passed else "❌"
+        lines = [f"{mark} {self.title}: {self.headline}"]
+        lines += [f"   {line}" for line in self.details]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        colour, background, mark = (
+            ("#1e7b34", "#e9f7ec", "✅") if self.passed else ("#a12622", "#fdecea", "❌")
+        )
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.details)
+        body = f"<ul style='margin:0.3em 0 0 0'>{items}</ul>" if items else ""
+        return (
+            f"<div class='course7-check' data-passed='{str(self.passed).lower()}' "
+            f"style='border-left:4px solid {colour};background:{background};"
+            f"padding:0.5em 0.8em;margin:0.3em 0;color:#222'>"
+            f"<b>{mark} {html.escape(self.title)}</b>: {html.escape(self.headline)}{body}</div>"
+        )
+
+
+def passed(title: str, headline: str, *details: str) -> CheckResult:
+    """Вердикт «верно»."""
+    return CheckResult(title, True, headline, tuple(details))
+
+
+def failed(title: str, headline: str, *details: str) -> CheckResult:
+    """Вердикт «неверно»."""
+    return CheckResult(title, False, headline, tuple(details))
+
+
+def settle(result: CheckResult) -> CheckResult:
+    """Отдаёт результат; в строгом режиме непройденная проверка роняет ячейку."""
+    if strict_mode() and not result.passed:
+        raise CheckFailed(str(result))
+    return result

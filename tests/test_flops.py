@@ -1,0 +1,158 @@
+"""Проверки лабораторной 7.2 через публичный API."""
+
+import numpy as np
+import pytest
+
+from feedback import CheckFailed, flops
+
+from bad_functions import BAD_FUNCTIONS
+
+SPEC_FLOPS = {  # SPEC.md, таблица задания 2
+    "BERT-Base": 2.178e18,
+    "T5-Large": 4.62e21,
+    "Gemma-1B (Africa Galore)": 1.8e14,
+    "PaLM": 2.527e24,
+}
+
+
+def correct(param_count, num_tokens):
+    return 6 * param_count * num_tokens
+
+
+def table(**overrides):
+    rows = [
+        {"Scenario": name, "Parameters": p, "Tokens": n, "FLOPs": correct(p, n)}
+        for name, p, n in flops.SCENARIOS
+    ]
+    for row in rows:
+        if row["Scenario"] in overrides:
+            row["FLOPs"] = overrides[row["Scenario"]]
+    return rows
+
+
+def test_reference_matches_spec_table():
+    for name, p, n in flops.SCENARIOS:  # в SPEC.md числа округлены
+        assert flops.training_flops(p, n) == pytest.approx(SPEC_FLOPS[name], rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        correct,
+        lambda p, n: int(6 * p * n),
+        lambda p, n: np.float64(6) * p * n,
+        lambda p, n: np.float32(6 * p * n),
+        lambda p, n: np.array(6 * p * n),
+        lambda p, n: 2 * p * n + 4 * p * n,
+    ],
+)
+def test_correct_variants_pass(fn):
+    result = flops.check_compute_num_flops(fn)
+    assert result, result.message
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (lambda p, n: 2 * p * n, "только прямой проход"),
+        (lambda p, n: 4 * p * n, "только обратный проход"),
+        (lambda p, n: p * n, "не хватает множителя 6"),
+        (lambda p, n: 6 * (p + n), "перемножить"),
+    ],
+)
+def test_known_mistakes_get_their_hint(fn, hint):
+    result = flops.check_compute_num_flops(fn)
+    assert not result
+    assert hint in result.message
+    assert "Ожидалось: 1,8·10¹⁴ FLOPs" in result.message
+    assert "Случай: param_count = 1 млрд, num_tokens = 30\u202f000" in result.message
+
+
+def test_hard_coded_lab_answer_fails():
+    result = flops.check_compute_num_flops(lambda p, n: 1.8e14)
+    assert not result
+    assert "110 млн" in result.message  # назван второй, не лабораторный случай
+
+
+@pytest.mark.parametrize(("fn", "verdict"), BAD_FUNCTIONS)
+def test_bad_functions_get_a_russian_verdict(fn, verdict):
+    result = flops.check_compute_num_flops(fn)
+    assert not result
+    assert verdict in result.message
+    assert "Traceback" not in result.message
+
+
+@pytest.mark.parametrize(("fn", "verdict"), BAD_FUNCTIONS)
+def test_strict_mode_turns_every_failure_into_check_failed(monkeypatch, fn, verdict):
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    with pytest.raises(CheckFailed, match=verdict):
+        flops.check_compute_num_flops(fn)
+
+
+def test_failure_inside_our_helpers_is_a_verdict_too(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("сломалось")
+
+    monkeypatch.setattr("feedback.comparing.format_pair", broken)
+    result = flops.check_compute_num_flops(lambda p, n: 2 * p * n)
+    assert not result
+    assert "проверка не смогла завершиться" in result.message
+
+
+def test_full_and_rounded_tables_pass():
+    assert flops.check_final_results(table())
+    assert flops.check_final_results(table(**{"BERT-Base": 2.18e18, "PaLM": 2.53e24}))
+
+
+def test_table_as_dataframe_passes():
+    pandas = pytest.importorskip("pandas")
+    assert flops.check_final_results(pandas.DataFrame(table()))
+
+
+def test_duplicated_and_missing_scenarios_fail():
+    rows = table()
+    rows[3] = dict(rows[0])
+    result = flops.check_final_results(rows)
+    assert not result
+    assert "«BERT-Base» встречается 2 раза" in result.message
+    assert "Нет сценария «PaLM»" in result.message
+
+
+def test_ellipsis_left_in_table_is_named():
+    result = flops.check_final_results(table(**{"T5-Large": ...}))
+    assert not result
+    assert "«T5-Large»: вместо FLOPs осталось «…»" in result.message
+
+
+def test_wrong_flops_in_table_get_hint():
+    result = flops.check_final_results(table(PaLM=2 * 540e9 * 780e9))
+    assert "только прямой проход" in result.message
+    assert "«PaLM», FLOPs" in result.message
+
+
+@pytest.mark.parametrize(
+    ("rows", "verdict"),
+    [
+        (..., "ещё не заполнена"),
+        (None, "ещё не заполнена"),
+        ([], "пуста"),
+        ("BERT", "список словарей"),
+        ([("BERT-Base", 1, 2, 3)], "не словарь"),
+        ([{"Scenario": "BERT-Base"}], "нет ключей"),
+    ],
+)
+def test_malformed_tables_get_a_verdict(rows, verdict):
+    result = flops.check_final_results(rows)
+    assert not result
+    assert verdict in result.message
+
+
+def test_unknown_scenario_and_wrong_parameters_are_named():
+    rows = table()
+    rows[0]["Scenario"] = "BERT"
+    rows[1]["Parameters"] = 77e6
+    rows[2]["Tokens"] = "30k"
+    message = flops.check_final_results(rows).message
+    assert "Неизвестный сценарий «BERT»" in message
+    assert "«T5-Large», Parameters" in message
+    assert "вернула строку" in message

@@ -1,0 +1,66 @@
+"""Русское форматирование чисел и памяти."""
+
+import pytest
+
+from feedback import formatting
+from feedback.formatting import (
+    bytes_to_gb,
+    format_flops,
+    format_gib,
+    format_number,
+    format_pair,
+    format_scientific,
+)
+
+NNBSP = "\u202f"
+
+
+def test_bytes_to_gb_divides_by_gibibyte():
+    assert bytes_to_gb(1024**3) == 1.0
+    assert bytes_to_gb(16e9) == pytest.approx(14.901161, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (30_000, f"30{NNBSP}000"),
+        (1024, "1024"),
+        (3.3e9, "3,3 млрд"),
+        (1e12, "1 трлн"),
+        (1.5e6, "1,5 млн"),
+        (14.901161, "14,9"),
+        (2.527e24, "2,53·10²⁴"),
+        (3.0517578125e-05, "3,05·10⁻⁵"),
+        (0, "0"),
+        (-1500000, "−1,5 млн"),
+        (float("nan"), "NaN"),
+    ],
+)
+def test_format_number_uses_russian_conventions(value, text):
+    assert format_number(value) == text
+
+
+def test_scientific_and_flops():
+    assert format_scientific(2.178e18) == "2,18·10¹⁸"
+    assert format_flops(1.8e14) == "1,8·10¹⁴ FLOPs (180 трлн)"
+    assert format_flops(2.527e24) == "2,53·10²⁴ FLOPs"
+
+
+def test_format_gib_shows_bytes_for_tiny_amounts():
+    assert format_gib(14.901161) == "14,9 ГиБ"
+    assert format_gib(32768 / 1024**3) == f"0,0000305 ГиБ (32{NNBSP}768 байт)"
+    assert format_gib(32768) == f"32{NNBSP}768 ГиБ"
+
+
+def test_format_pair_adds_digits_until_values_differ():
+    expected, got = format_pair(14.901161, 14.9, formatting.format_gib)
+    assert expected != got
+    assert expected.startswith("14,901")
+
+
+def test_display_memory_shows_table_with_total(capsys):
+    formatting.display_memory({"Веса": 14.9, "Градиенты": 14.9}, title="fp32")
+    text = capsys.readouterr().out
+    assert "Итого" in text and "29,8 ГиБ" in text and "fp32" in text
+    html = formatting.memory_table_html({"Веса": 1.0, "Adam": 3.0})
+    assert "75 %" in html and "<caption>" not in html

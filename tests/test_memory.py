@@ -1,0 +1,104 @@
+"""Проверки лабораторной 7.4 через публичный API."""
+
+import numpy as np
+import pytest
+
+from feedback import CheckFailed, memory
+from feedback.formatting import bytes_to_gb
+
+from bad_functions import BAD_FUNCTIONS
+
+GIB = 1024**3
+
+CHECKS = {
+    "param": (memory.check_calculate_param_memory, lambda p, b: bytes_to_gb(p * b)),
+    "input": (memory.check_calculate_input_data_memory, lambda b, n, t: b * n * t / GIB),
+    "gradient": (memory.check_calculate_gradient_memory, lambda p, b: p * b / GIB),
+    "optimizer": (memory.check_calculate_optimizer_memory, lambda p, b: 2 * p * b / GIB),
+    "activation": (
+        memory.check_calculate_activation_memory,
+        lambda b, n, layers, d, w: b * n * layers * d * w / GIB,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_correct_functions_pass(name):
+    check, solution = CHECKS[name]
+    assert check(solution), check(solution).message
+    assert check(lambda *args: np.float64(solution(*args)))
+
+
+@pytest.mark.parametrize("name", CHECKS)
+@pytest.mark.parametrize(("fn", "verdict"), BAD_FUNCTIONS)
+def test_bad_functions_get_a_verdict(name, fn, verdict):
+    check, _ = CHECKS[name]
+    result = check(fn)
+    assert not result
+    assert verdict in result.message
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_strict_mode_raises(monkeypatch, name):
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    check, _ = CHECKS[name]
+    with pytest.raises(CheckFailed):
+        check(lambda *args: 0.0)
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_unit_mistakes_get_hints(name):
+    check, solution = CHECKS[name]
+    as_bytes = check(lambda *args: solution(*args) * GIB)
+    assert "вернула байты" in as_bytes.message
+    as_gb = check(lambda *args: solution(*args) * GIB / 1e9)
+    assert "10⁹" in as_gb.message
+    as_mib = check(lambda *args: solution(*args) * 1024)
+    assert "МиБ" in as_mib.message
+
+
+def test_adam_counted_once_gets_hint():
+    result = memory.check_calculate_optimizer_memory(lambda p, b: p * b / GIB)
+    assert "два числа" in result.message
+    assert "Ожидалось: 29,8 ГиБ" in result.message and "Получено: 14,9 ГиБ" in result.message
+
+
+def test_weights_added_to_optimizer_get_hint():
+    result = memory.check_calculate_optimizer_memory(lambda p, b: 3 * p * b / GIB)
+    assert "calculate_param_memory" in result.message
+
+
+def test_gradient_counted_twice_gets_hint():
+    result = memory.check_calculate_gradient_memory(lambda p, b: 2 * p * b / GIB)
+    assert "одно число на каждый параметр" in result.message
+
+
+def test_forgotten_bytes_factor_gets_hint():
+    assert "bytes_per_param" in memory.check_calculate_param_memory(lambda p, b: p / GIB).message
+    message = memory.check_calculate_input_data_memory(lambda b, n, t: b * n / GIB).message
+    assert "bytes_per_token_id" in message
+
+
+@pytest.mark.parametrize("missing", range(5))
+def test_each_missing_activation_factor_is_named(missing):
+    def fn(*args):
+        product = 1
+        for position, value in enumerate(args):
+            if position != missing:
+                product *= value
+        return product / GIB
+
+    result = memory.check_calculate_activation_memory(fn)
+    assert not result
+    assert f"не хватает множителя {memory.ACTIVATION_ARGS[missing]}" in result.message
+
+
+def test_tiny_input_memory_is_shown_with_bytes():
+    result = memory.check_calculate_input_data_memory(lambda b, n, t: 0.0)
+    assert "32\u202f768 байт" in result.message
+
+
+def test_hard_coded_lab_answer_fails():
+    result = memory.check_calculate_param_memory(lambda p, b: 14.901161193847656)
+    assert not result
+    assert "bytes_per_param = 2" in result.message
