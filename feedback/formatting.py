@@ -64,8 +64,26 @@ def format_significant(value: float, digits: int = 3) -> str:
     return format_plain(rounded, _significant_decimals(rounded, digits))
 
 
+def _not_a_number(value: object) -> str | None:
+    """Текст для значения, которое нельзя показать как число (``…``, строка, None)."""
+    if value is Ellipsis:
+        return "…"
+    if isinstance(value, bool):
+        return str(value)
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(number):
+        return "бесконечность" if math.isinf(number) else "NaN"
+    return None
+
+
 def format_scientific(value: float, digits: int = 3) -> str:
     """Научная запись по-русски: ``2.178e18 → "2,18·10¹⁸"``."""
+    if (text := _not_a_number(value)) is not None:
+        return text
+    value = float(value)
     if value == 0:
         return "0"
     mantissa, _, exponent = f"{value:.{digits - 1}e}".partition("e")
@@ -81,14 +99,9 @@ def format_number(value: float, digits: int = 3) -> str:
     квадриллиона — словами («3,3 млрд», «1 трлн»), дальше и совсем малые —
     научной записью («2,53·10²⁴»).
     """
-    if isinstance(value, bool):
-        return str(value)
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if not math.isfinite(value):
-        return {True: "бесконечность", False: "NaN"}[math.isinf(value)]
+    if (text := _not_a_number(value)) is not None:
+        return text
+    value = float(value)
     size = abs(value)
     if size == 0:
         return "0"
@@ -104,6 +117,8 @@ def format_number(value: float, digits: int = 3) -> str:
 
 def format_flops(flops: float, digits: int = 3) -> str:
     """Число операций: ``1.8e14 → "1,8·10¹⁴ FLOPs (180 трлн)"``."""
+    if (text := _not_a_number(flops)) is not None:
+        return text
     text = f"{format_scientific(flops, digits)} FLOPs"
     if 1e6 <= abs(flops) < 1e15:
         text += f" ({format_number(flops, digits)})"
@@ -112,6 +127,8 @@ def format_flops(flops: float, digits: int = 3) -> str:
 
 def format_gib(gib: float, digits: int = 3) -> str:
     """Объём памяти в ГиБ; для крошечных объёмов добавляет байты."""
+    if (text := _not_a_number(gib)) is not None:
+        return text
     shown = format_significant(gib, digits) if abs(gib) < 1e6 else format_number(gib, digits)
     text = f"{shown} ГиБ"
     if 0 < abs(gib) < 0.01:

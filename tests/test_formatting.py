@@ -64,3 +64,11 @@ def test_display_memory_shows_table_with_total(capsys):
     assert "Итого" in text and "29,8 ГиБ" in text and "fp32" in text
     html = formatting.memory_table_html({"Веса": 1.0, "Adam": 3.0})
     assert "75 %" in html and "<caption>" not in html
+
+
+@pytest.mark.parametrize("formatter", [format_number, format_scientific, format_flops, format_gib])
+@pytest.mark.parametrize(
+    ("value", "text"), [(..., "…"), (None, "None"), ("abc", "abc"), (float("inf"), "бесконечность")]
+)
+def test_formatters_never_fail_on_non_numbers(formatter, value, text):
+    assert formatter(value) == text

@@ -1,0 +1,114 @@
+"""Задание 3 лабораторной 7.2: исследуем FLOPs ползунками.
+
+Два способа, и оба работают в Colab и JupyterLab: поля-формы Colab
+(``# @param``) с вызовом :func:`show_flops` и ползунки ipywidgets из
+:func:`flops_sliders`. Показывается и время обучения при реальной пропускной
+способности видеокарты.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+from feedback.calling import LearnerProblem, as_number, call_learner
+from feedback.formatting import format_flops, format_number, format_plain
+
+#: Полезная производительность RTX 4080 при обучении: ~40 % от пиковых 97,5 TFLOPS BF16.
+USEFUL_FLOPS_PER_SECOND = 4e13
+
+_UNITS = ((365 * 24 * 3600, "г."), (24 * 3600, "сут."), (3600, "ч"), (60, "мин"))
+
+
+def describe_duration(seconds: float) -> str:
+    """Длительность в самых удобных единицах: «≈ 13 ч», «≈ 2,5 сут.», «≈ 40 г.»."""
+    for size, unit in _UNITS:
+        if seconds >= size:
+            return f"≈ {format_number(seconds / size, 2)} {unit}"
+    return f"≈ {format_plain(seconds, 1)} с"
+
+
+def flops_summary_html(log_param_count: int, log_num_tokens: int, compute_fn: Callable) -> str:
+    """HTML-строка: P, N, FLOPs по функции учащегося и время на одной видеокарте."""
+    case = {"param_count": 10.0**log_param_count, "num_tokens": 10.0**log_num_tokens}
+    try:
+        flops = as_number(call_learner(compute_fn, case), case)
+    except LearnerProblem as problem:
+        return (
+            "<div class='course7-flops' style='color:#a12622'>"
+            f"compute_num_flops: {html.escape(problem.headline)}</div>"
+        )
+    seconds = flops / USEFUL_FLOPS_PER_SECOND
+    return (
+        "<div class='course7-flops' style='font-size:1.1em'>"
+        f"P = 10<sup>{log_param_count}</sup> параметров, "
+        f"N = 10<sup>{log_num_tokens}</sup> токенов → "
+        f"<b class='course7-flops-value'>{html.escape(format_flops(flops))}</b><br>"
+        f"На одной RTX 4080 при {format_number(USEFUL_FLOPS_PER_SECOND)} FLOPS полезной "
+        f"работы: <b>{html.escape(describe_duration(seconds))}</b></div>"
+    )
+
+
+def training_time_html(
+    compute_fn: Callable,
+    param_count: float,
+    num_tokens: float,
+    flops_per_second: float = USEFUL_FLOPS_PER_SECOND,
+    speedup_on_four: float = 3.5,
+) -> str:
+    """Время обучения на одной и на четырёх картах по FLOPs из функции учащегося."""
+    case = {"param_count": param_count, "num_tokens": num_tokens}
+    try:
+        flops = as_number(call_learner(compute_fn, case), case)
+    except LearnerProblem as problem:
+        return (
+            "<div class='course7-flops' style='color:#a12622'>"
+            f"compute_num_flops: {html.escape(problem.headline)}</div>"
+        )
+    seconds = flops / flops_per_second
+    return (
+        "<div class='course7-flops'>"
+        f"P = {format_number(param_count)}, N = {format_number(num_tokens)} → "
+        f"<b>{html.escape(format_flops(flops))}</b><br>"
+        f"Одна видеокарта, {format_number(flops_per_second)} FLOPS: "
+        f"{format_number(seconds)} с, <b>{html.escape(describe_duration(seconds))}</b><br>"
+        f"Четыре видеокарты (ускорение ≈ {format_plain(speedup_on_four, 1)}×): "
+        f"<b>{html.escape(describe_duration(seconds / speedup_on_four))}</b></div>"
+    )
+
+
+def show_training_time(compute_fn: Callable, param_count: float, num_tokens: float) -> None:
+    """Показывает оценку времени обучения (раздел «От FLOPs ко времени»)."""
+    from IPython.display import HTML, display
+
+    display(HTML(training_time_html(compute_fn, param_count, num_tokens)))
+
+
+def show_flops(log_param_count: int, log_num_tokens: int, compute_fn: Callable) -> None:
+    """Показывает сводку для одной пары показателей (ячейка с полями Colab)."""
+    from IPython.display import HTML, display
+
+    display(HTML(flops_summary_html(log_param_count, log_num_tokens, compute_fn)))
+
+
+def flops_sliders(compute_fn: Callable) -> Any:
+    """Два ползунка ipywidgets: log₁₀ P от 6 до 12 и log₁₀ N от 9 до 14, шаг 1."""
+    import ipywidgets as widgets
+
+    style = {"description_width": "initial"}
+    params = widgets.IntSlider(
+        value=9, min=6, max=12, step=1, description="log_param_count", style=style
+    )
+    tokens = widgets.IntSlider(
+        value=12, min=9, max=14, step=1, description="log_num_tokens", style=style
+    )
+    summary = widgets.HTML()
+
+    def update(_: Any = None) -> None:
+        summary.value = flops_summary_html(params.value, tokens.value, compute_fn)
+
+    params.observe(update, names="value")
+    tokens.observe(update, names="value")
+    update()
+    return widgets.VBox([params, tokens, summary])

@@ -1,0 +1,81 @@
+"""Графики лабораторных: FLOPs сценариев на логарифмической шкале и разбивка памяти.
+
+matplotlib импортируется внутри функций, чтобы ``import feedback`` оставался лёгким.
+Каждая функция возвращает фигуру, чтобы тесты и учащиеся могли её сохранить.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from feedback.formatting import format_gib, format_scientific
+
+#: Цвета статей памяти: одинаковые на всех графиках курса.
+MEMORY_COLOURS = ("#4c72b0", "#8172b3", "#dd8452", "#55a868", "#c44e52", "#937860")
+
+
+def plot_flops_scenarios(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """Столбцы FLOPs по сценариям на логарифмической шкале с подписями «2,18·10¹⁸»."""
+    import matplotlib.pyplot as plt
+
+    names = [str(row["Scenario"]) for row in rows]
+    values = [float(row["FLOPs"]) for row in rows]
+    figure, axes = plt.subplots(figsize=(8, 4))
+    bars = axes.bar(names, values, color="#4c72b0")
+    axes.set_yscale("log")
+    axes.set_ylabel("FLOPs за эпоху (логарифмическая шкала)")
+    axes.set_title("Сколько операций нужно на обучение")
+    for bar, value in zip(bars, values, strict=True):
+        axes.annotate(
+            format_scientific(value),
+            (bar.get_x() + bar.get_width() / 2, value),
+            ha="center",
+            va="bottom",
+            fontsize=9,
+        )
+    axes.set_ylim(top=max(values) * 50)
+    axes.tick_params(axis="x", labelrotation=10)
+    figure.tight_layout()
+    return figure
+
+
+def plot_memory_breakdown(
+    breakdowns: Mapping[str, Mapping[str, float]], limit_gib: float | None = None
+) -> Any:
+    """Составные столбцы памяти (ГиБ) для нескольких вариантов, например fp32 и bfloat16.
+
+    ``limit_gib`` рисует горизонтальную линию — память видеокарты.
+    """
+    import matplotlib.pyplot as plt
+
+    labels = list(breakdowns)
+    items = list(dict.fromkeys(name for parts in breakdowns.values() for name in parts))
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    bottoms = [0.0] * len(labels)
+    for index, item in enumerate(items):
+        heights = [breakdowns[label].get(item, 0.0) for label in labels]
+        axes.bar(
+            labels,
+            heights,
+            bottom=bottoms,
+            label=item,
+            color=MEMORY_COLOURS[index % len(MEMORY_COLOURS)],
+        )
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    for position, total in enumerate(bottoms):
+        axes.annotate(format_gib(total), (position, total), ha="center", va="bottom")
+    if limit_gib is not None:
+        axes.axhline(limit_gib, color="#c44e52", linestyle="--", linewidth=1.5)
+        axes.annotate(
+            f"память видеокарты: {format_gib(limit_gib)}",
+            (len(labels) - 0.5, limit_gib),
+            ha="right",
+            va="bottom",
+            color="#c44e52",
+        )
+    axes.set_ylabel("ГиБ")
+    axes.set_title("Из чего складывается память при обучении")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.tight_layout()
+    return figure

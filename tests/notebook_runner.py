@@ -1,0 +1,56 @@
+"""Выполнение тетрадки так, как это сделал бы учащийся: «Run all» в текущем окружении."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_notebook(path: Path, strict: bool = False, timeout: int = 600) -> nbformat.NotebookNode:
+    """Выполняет все ячейки, не останавливаясь на ошибках, и возвращает тетрадку с выводами."""
+    nb = nbformat.read(path, as_version=4)
+    env_strict = os.environ.get("FEEDBACK_STRICT")
+    os.environ["FEEDBACK_STRICT"] = "1" if strict else "0"
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    try:
+        NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
+    finally:
+        if env_strict is None:
+            os.environ.pop("FEEDBACK_STRICT", None)
+        else:
+            os.environ["FEEDBACK_STRICT"] = env_strict
+    return nb
+
+
+def outputs_text(cell: nbformat.NotebookNode) -> str:
+    """Всё, что ячейка показала: текст, HTML и ошибки одной строкой."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            parts.append(output.text)
+        elif output.output_type == "error":
+            parts.append("\n".join([output.ename, output.evalue, *output.traceback]))
+        else:
+            data = output.get("data", {})
+            parts.append(data.get("text/html", "") or data.get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def graded_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """Ячейки автопроверки (тесты nbgrader)."""
+    return [
+        cell
+        for cell in nb.cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
+    ]

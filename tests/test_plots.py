@@ -1,0 +1,36 @@
+"""Графики: логарифмическая шкала FLOPs и составные столбцы памяти с линией видеокарты."""
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from feedback import flops, plots
+
+
+def test_flops_chart_is_log_scaled_and_labelled():
+    rows = [
+        {"Scenario": name, "FLOPs": flops.training_flops(p, n)} for name, p, n in flops.SCENARIOS
+    ]
+    figure = plots.plot_flops_scenarios(rows)
+    axes = figure.axes[0]
+    assert axes.get_yscale() == "log"
+    labels = [text.get_text() for text in axes.texts]
+    assert "2,53·10²⁴" in labels and "1,8·10¹⁴" in labels
+    assert [tick.get_text() for tick in axes.get_xticklabels()] == [
+        n for n, _, _ in flops.SCENARIOS
+    ]
+
+
+def test_memory_chart_stacks_items_and_draws_the_card_limit():
+    figure = plots.plot_memory_breakdown(
+        {"float32": {"Веса": 14.9, "Adam": 29.8}, "bfloat16": {"Веса": 7.45, "Adam": 14.9}},
+        limit_gib=15,
+    )
+    axes = figure.axes[0]
+    heights = [patch.get_height() for patch in axes.patches]
+    assert heights == pytest.approx([14.9, 7.45, 29.8, 14.9])
+    assert any(line.get_ydata()[0] == 15 for line in axes.get_lines())
+    texts = [text.get_text() for text in axes.texts]
+    assert "44,7 ГиБ" in texts and any("15 ГиБ" in text for text in texts)
+    assert [t.get_text() for t in axes.get_legend().get_texts()] == ["Веса", "Adam"]
