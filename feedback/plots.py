@@ -34,7 +34,7 @@ def plot_flops_scenarios(rows: Sequence[Mapping[str, Any]]) -> Any:
             va="bottom",
             fontsize=9,
         )
-    axes.set_ylim(top=max(values) * 50)
+    axes.set_ylim(bottom=min(values) / 100, top=max(values) * 50)
     axes.tick_params(axis="x", labelrotation=10)
     figure.tight_layout()
     return figure
@@ -51,7 +51,7 @@ def plot_memory_breakdown(
 
     labels = list(breakdowns)
     items = list(dict.fromkeys(name for parts in breakdowns.values() for name in parts))
-    figure, axes = plt.subplots(figsize=(7, 4.5))
+    figure, axes = plt.subplots(figsize=(9, 4.8))
     bottoms = [0.0] * len(labels)
     for index, item in enumerate(items):
         heights = [breakdowns[label].get(item, 0.0) for label in labels]
@@ -66,16 +66,23 @@ def plot_memory_breakdown(
     for position, total in enumerate(bottoms):
         axes.annotate(format_gib(total), (position, total), ha="center", va="bottom")
     if limit_gib is not None:
-        axes.axhline(limit_gib, color="#c44e52", linestyle="--", linewidth=1.5)
-        axes.annotate(
-            f"память видеокарты: {format_gib(limit_gib)}",
-            (len(labels) - 0.5, limit_gib),
-            ha="right",
-            va="bottom",
-            color="#c44e52",
+        axes.axhline(
+            limit_gib,
+            color="#222222",
+            linestyle="--",
+            linewidth=1.5,
+            label=f"память видеокарты: {format_gib(limit_gib)}",
         )
+    axes.set_xticks(range(len(labels)), [label.replace(", ", "\n") for label in labels])
     axes.set_ylabel("ГиБ")
     axes.set_title("Из чего складывается память при обучении")
-    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    handles, names = axes.get_legend_handles_labels()
+    order = sorted(range(len(names)), key=lambda index: index == 0)  # линия — в конец легенды
+    axes.legend(
+        [handles[i] for i in order],
+        [names[i] for i in order],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+    )
     figure.tight_layout()
     return figure
