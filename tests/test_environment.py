@@ -7,8 +7,9 @@ import sys
 import tomllib
 
 import yaml
-from notebook_runner import ROOT
 from packaging.requirements import Requirement
+
+from notebook_runner import ROOT
 
 
 def pyproject():

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from notebook_runner import ROOT
 
 from feedback.teacher import release
+
+from notebook_runner import ROOT
 
 
 def student_notebooks():

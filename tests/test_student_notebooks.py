@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import pytest
+
 from notebook_runner import ROOT, graded_cells, outputs_text, run_notebook
 
 CPU_LABS = ["lab_7_2_training_flops", "lab_7_4_gpu_memory"]

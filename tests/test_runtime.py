@@ -1,0 +1,246 @@
+"""Тесты среды выполнения: платформа, ускоритель, ключи Kaggle, выбор пресета."""
+
+import json
+import subprocess
+
+import pytest
+
+from feedback import notice, runtime
+from feedback.runtime import (
+    CPU_ONLY,
+    Accelerator,
+    KaggleCredentialsError,
+    choose_preset,
+    detect_accelerator,
+    detect_platform,
+    ensure_kaggle_credentials,
+    find_kaggle_credentials,
+    is_tiny_mode,
+    parse_nvidia_smi,
+)
+
+T4 = Accelerator("gpu", "Tesla T4", 1, 15 * 1024**3, "nvidia-smi")
+
+
+@pytest.fixture(autouse=True)
+def _reset_choice(monkeypatch):
+    monkeypatch.setattr(runtime, "_last_choice_tiny", None)
+
+
+@pytest.fixture
+def fake_tiny(monkeypatch):
+    """Не собираем настоящую крошечную модель: здесь проверяется только выбор."""
+    import feedback.tiny_gemma
+
+    calls = []
+
+    def fake_path(cache_dir=None, env=None, isolated=True):
+        calls.append(env)
+        return "/cache/tiny_gemma3/abc"
+
+    monkeypatch.setattr(feedback.tiny_gemma, "tiny_preset_path", fake_path)
+    return calls
+
+
+class Notices(list):
+    def __call__(self, title, body):
+        self.append((title, body))
+
+
+def write_kaggle_json(directory, username="json-user", key="json-key"):
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "kaggle.json"
+    path.write_text(json.dumps({"username": username, "key": key}), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- платформа
+
+
+@pytest.mark.parametrize(
+    ("env", "modules", "expected"),
+    [
+        ({"COLAB_RELEASE_TAG": "release-colab_20250101"}, {}, "colab"),
+        ({}, {"google.colab": object()}, "colab"),
+        ({"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}, {}, "kaggle"),
+        ({"KAGGLE_URL_BASE": "https://www.kaggle.com"}, {}, "kaggle"),
+        ({"HOME": "/home/me"}, {}, "local"),
+    ],
+)
+def test_detect_platform(env, modules, expected):
+    assert detect_platform(env, modules) == expected
+
+
+# --------------------------------------------------------------------------- ускоритель
+
+
+def test_parse_nvidia_smi():
+    t4 = parse_nvidia_smi("Tesla T4, 15360\n")
+    assert (t4.kind, t4.name, t4.count, t4.source) == ("gpu", "Tesla T4", 1, "nvidia-smi")
+    assert t4.memory_gib == pytest.approx(15.0)
+    assert t4.describe() == "1 × Tesla T4, 15,0 ГиБ"
+    four = parse_nvidia_smi("NVIDIA GeForce RTX 4080, 16376\n" * 4)
+    assert four.count == 4 and four.is_accelerated
+    assert parse_nvidia_smi("") == CPU_ONLY
+
+
+def test_cpu_only_description():
+    assert not CPU_ONLY.is_accelerated
+    assert CPU_ONLY.memory_gib is None
+    assert "процессор" in CPU_ONLY.describe()
+
+
+def _fake_run(stdout, returncode=0):
+    calls = []
+
+    def run(args, **kwargs):
+        calls.append(args)
+        return subprocess.CompletedProcess(args, returncode, stdout=stdout, stderr="")
+
+    return run, calls
+
+
+def test_detect_accelerator_via_nvidia_smi():
+    run, calls = _fake_run("Tesla T4, 15360\n")
+    found = detect_accelerator(use_jax=False, run=run, which=lambda name: "/usr/bin/" + name)
+    assert found.name == "Tesla T4" and found.source == "nvidia-smi"
+    assert calls and calls[0][0] == "/usr/bin/nvidia-smi"
+
+
+def test_detect_accelerator_without_gpu():
+    run, calls = _fake_run("", returncode=9)
+    assert detect_accelerator(use_jax=False, run=run, which=lambda name: None) == CPU_ONLY
+    assert calls == []
+    failing = detect_accelerator(use_jax=False, run=run, which=lambda name: "/bin/nvidia-smi")
+    assert failing == CPU_ONLY
+
+
+# --------------------------------------------------------------------------- ключи Kaggle
+
+
+def test_credentials_order(tmp_path):
+    home = tmp_path / "home"
+    write_kaggle_json(home / ".kaggle")
+    env = {
+        "KAGGLE_KERNEL_RUN_TYPE": "Interactive",
+        "KAGGLE_USERNAME": "env-user",
+        "KAGGLE_KEY": "env-key",
+    }
+    secrets = {"KAGGLE_USERNAME": "colab-user", "KAGGLE_KEY": "colab-key"}
+
+    found = find_kaggle_credentials(env, home, colab_secret=secrets.get)
+    assert (found.source, found.username) == ("colab-secrets", "colab-user")
+
+    found = find_kaggle_credentials(env, home, colab_secret=lambda name: None)
+    assert found.source == "kaggle-notebook" and found.key is None
+
+    del env["KAGGLE_KERNEL_RUN_TYPE"]
+    found = find_kaggle_credentials(env, home)
+    assert (found.source, found.username, found.key) == ("env", "env-user", "env-key")
+
+    found = find_kaggle_credentials({}, home)
+    assert (found.source, found.username, found.key) == ("kaggle.json", "json-user", "json-key")
+    assert found.path == str(home / ".kaggle" / "kaggle.json")
+
+    assert find_kaggle_credentials({}, tmp_path / "empty-home") is None
+
+
+def test_key_is_not_shown_in_repr():
+    assert "secret-key" not in repr(runtime.KaggleCredentials("env", "me", "secret-key"))
+
+
+def test_half_filled_sources_are_skipped(tmp_path):
+    home = tmp_path / "home"
+    (home / ".kaggle").mkdir(parents=True)
+    (home / ".kaggle" / "kaggle.json").write_text("{broken", encoding="utf-8")
+    write_kaggle_json(home / ".config" / "kaggle", username="xdg-user")
+    found = find_kaggle_credentials(
+        {"KAGGLE_USERNAME": "only-name"}, home, colab_secret={"KAGGLE_USERNAME": "u"}.get
+    )
+    assert (found.source, found.username) == ("kaggle.json", "xdg-user")
+
+
+def test_kaggle_config_dir(tmp_path):
+    path = write_kaggle_json(tmp_path / "custom", username="custom-user")
+    found = find_kaggle_credentials({"KAGGLE_CONFIG_DIR": str(tmp_path / "custom")}, tmp_path)
+    assert (found.username, found.path) == ("custom-user", str(path))
+
+
+def test_ensure_exports_colab_secrets(tmp_path):
+    env = {"COLAB_RELEASE_TAG": "x"}
+    secrets = {"KAGGLE_USERNAME": "colab-user", "KAGGLE_KEY": "colab-key"}
+    found = ensure_kaggle_credentials(env, tmp_path, colab_secret=secrets.get)
+    assert found.source == "colab-secrets"
+    assert env["KAGGLE_USERNAME"] == "colab-user" and env["KAGGLE_KEY"] == "colab-key"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"COLAB_RELEASE_TAG": "x"}, "KAGGLE_KEY"),
+        ({}, "~/.kaggle/kaggle.json"),
+    ],
+)
+def test_missing_credentials_message(tmp_path, env, expected):
+    with pytest.raises(KaggleCredentialsError) as error:
+        ensure_kaggle_credentials(env, tmp_path, colab_secret=lambda name: None)
+    message = str(error.value)
+    assert expected in message
+    assert runtime.KAGGLE_TOKEN_URL in message and runtime.GEMMA_LICENCE_URL in message
+    assert "лицензию" in message and "COURSE7_TINY=1" in message
+
+
+# --------------------------------------------------------------------------- выбор пресета
+
+
+def test_real_preset_on_gpu(fake_tiny, tmp_path):
+    env = {"KAGGLE_USERNAME": "u", "KAGGLE_KEY": "k"}
+    notices = Notices()
+    preset = choose_preset("gemma3_4b_text", env, T4, notify=notices, home=tmp_path)
+    assert preset == "gemma3_4b_text"
+    assert notices == [] and fake_tiny == []
+    assert not is_tiny_mode({})
+
+
+def test_real_preset_needs_credentials(fake_tiny, tmp_path):
+    with pytest.raises(KaggleCredentialsError):
+        choose_preset("gemma3_4b_text", {}, T4, home=tmp_path, colab_secret=lambda n: None)
+    assert choose_preset("gemma3_1b", {}, T4, check_credentials=False) == "gemma3_1b"
+
+
+@pytest.mark.parametrize(
+    ("env", "accelerator", "reason"),
+    [
+        ({"COURSE7_TINY": "1"}, T4, "COURSE7_TINY=1"),
+        ({}, CPU_ONLY, "видеокарта не найдена"),
+    ],
+)
+def test_tiny_preset(fake_tiny, env, accelerator, reason):
+    notices = Notices()
+    preset = choose_preset("gemma3_4b_text", env, accelerator, notify=notices)
+    assert preset == "/cache/tiny_gemma3/abc"
+    assert fake_tiny == [env]
+    ((title, body),) = notices
+    assert "Учебный режим" in title and "gemma3_4b_text" in title
+    assert reason in body and "бессмысленн" in body
+    assert is_tiny_mode({})
+
+
+def test_tiny_zero_forces_real_preset(fake_tiny):
+    env = {"COURSE7_TINY": "0"}
+    assert choose_preset("gemma3_1b", env, CPU_ONLY, check_credentials=False) == "gemma3_1b"
+    assert not is_tiny_mode(env)
+
+
+# --------------------------------------------------------------------------- предупреждения
+
+
+def test_show_notice_prints_plain_text_outside_notebook(capsys):
+    notice.show_notice("Заголовок", "Первый абзац.\n\nВторой.")
+    out = capsys.readouterr().out
+    assert "Заголовок" in out and "Второй." in out and "=" * 20 in out
+
+
+def test_notice_html_escapes():
+    html = notice.notice_html("<b>", "a & b\n\nc")
+    assert "&lt;b&gt;" in html and "a &amp; b" in html and html.count("<p") == 3
