@@ -1,0 +1,296 @@
+"""Помощники браузерного теста: JupyterLab без окна и Chromium из Debian под Playwright.
+
+JupyterLab запускается так же, как в ``make lab`` (``.venv/bin/jupyter lab``), но на
+свободном порту 127.0.0.1, с токеном и без браузера, в своих временных папках настроек.
+Браузер — системный Chromium (``apt-get install chromium``): Playwright только управляет
+им и ничего не скачивает.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / ".course-work" / "screenshots"
+
+#: Флаги, без которых Chromium в закрытой сети стучится наружу и тормозит.
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def find_chromium() -> str | None:
+    """Путь к Chromium: ``COURSE7_CHROMIUM``, затем /usr/bin/chromium и ``PATH``."""
+    candidates = [os.environ.get("COURSE7_CHROMIUM"), "/usr/bin/chromium"]
+    candidates += [shutil.which(name) for name in ("chromium", "chromium-browser")]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@dataclass
+class LabServer:
+    """Запущенный JupyterLab: адрес, токен и журнал сервера."""
+
+    url: str
+    token: str
+    log: Path
+
+    def notebook_url(self, relative: str, workspace: str) -> str:
+        """Адрес тетрадки в своём рабочем пространстве JupyterLab (без чужих вкладок)."""
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{relative}?reset&token={self.token}"
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")[-chars:]
+
+
+@contextmanager
+def jupyter_lab(root_dir: Path, work_dir: Path, timeout: float = 60) -> Iterator[LabServer]:
+    """Запускает ``jupyter lab`` из окружения тестов и останавливает его по выходе."""
+    jupyter = Path(sys.executable).with_name("jupyter")
+    port, token = _free_port(), os.urandom(16).hex()
+    config_dir, settings_dir = work_dir / "config", work_dir / "settings"
+    # Чистые настройки: без всплывающих новостей, все ячейки в DOM (без «ленивой» отрисовки).
+    _write_json(
+        config_dir / "labconfig" / "page_config.json",
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}},
+    )
+    _write_json(
+        settings_dir / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings",
+        {"windowingMode": "none"},
+    )
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"FEEDBACK_STRICT", "MPLBACKEND", "JUPYTER_CONFIG_DIR"}
+    }
+    env.update(
+        JUPYTER_CONFIG_DIR=str(config_dir),
+        JUPYTER_RUNTIME_DIR=str(work_dir / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
+        JUPYTERLAB_WORKSPACES_DIR=str(work_dir / "workspaces"),
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+    )
+    log = work_dir / "jupyter-lab.log"
+    command = [
+        str(jupyter),
+        "lab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--port-retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root_dir}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")  # CI и машины разработчиков работают от root
+    with log.open("w", encoding="utf-8") as log_file:
+        process = subprocess.Popen(
+            command,
+            cwd=root_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = LabServer(f"http://127.0.0.1:{port}", token, log)
+    try:
+        _wait_until_ready(server, process, timeout)
+        yield server
+    finally:
+        _stop(process)
+
+
+def _wait_until_ready(server: LabServer, process: subprocess.Popen, timeout: float) -> None:
+    request = urllib.request.Request(
+        f"{server.url}/api/status", headers={"Authorization": f"token {server.token}"}
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"jupyter lab завершился сам:\n{server.log_tail()}")
+        try:
+            with urllib.request.urlopen(request, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"jupyter lab не ответил за {timeout} с:\n{server.log_tail()}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM группе процессов сервера (он сам гасит ядра), через 15 с — SIGKILL."""
+    if process.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# --- JupyterLab в браузере -------------------------------------------------------------
+
+_RUN_ALL = re.compile(r"^\s*Run All Cells\s*$")
+
+_ALL_EXECUTED_JS = """
+() => {
+  const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-CodeCell')];
+  return cells.length > 0 && cells.every(cell => {
+    const prompt = cell.querySelector('.jp-InputArea-prompt');
+    return prompt && /\\[\\d+\\]/.test(prompt.textContent);
+  });
+}
+"""
+
+_CELLS_JS = """
+() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')].map(cell => ({
+  code: cell.classList.contains('jp-CodeCell'),
+  text: cell.querySelector('.jp-OutputArea')?.innerText ?? '',
+  checks: [...cell.querySelectorAll('.course7-check')].map(div => ({
+    passed: div.getAttribute('data-passed'),
+    text: div.innerText,
+  })),
+}))
+"""
+
+
+def open_notebook(page, url: str, timeout_ms: int = 60_000) -> None:
+    """Открывает тетрадку и ждёт, пока ядро запустится и станет свободным."""
+    page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=timeout_ms)
+    wait_kernel_idle(page, timeout_ms)
+
+
+_KERNEL_IDLE_JS = """
+() => {
+  const indicator = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
+  const status = document.querySelector('#jp-main-statusbar')?.innerText ?? '';
+  return indicator?.getAttribute('data-status') === 'idle'
+    && /\\(ipykernel\\) \\| Idle/.test(status);
+}
+"""
+
+
+def wait_kernel_idle(page, timeout_ms: int = 60_000) -> None:
+    """Ядро запущено и свободно: индикатор на панели тетрадки и строка состояния.
+
+    Индикатор один говорит «idle» и до запуска ядра («No Kernel | Initializing»), поэтому
+    ждём ещё и «Python 3 (ipykernel) | Idle» в строке состояния.
+    """
+    page.wait_for_function(_KERNEL_IDLE_JS, timeout=timeout_ms, polling=250)
+
+
+_ANY_STARTED_JS = """
+() => [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt')]
+  .some(prompt => /\\[(\\*|\\d+)\\]/.test(prompt.textContent))
+"""
+
+
+def run_all_cells(page, timeout_ms: int = 90_000) -> None:
+    """Меню Run → Run All Cells, как сделал бы учащийся; ждём, пока выполнятся все ячейки.
+
+    Если меню открылось, а выполнение не началось (щелчок пришёлся на перерисовку),
+    пункт меню выбирается ещё раз — повторный запуск ячеек тетрадке не вредит.
+    """
+    for attempt in range(3):
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        item = page.locator(".lm-Menu-item:not(.lm-mod-hidden)", has_text=_RUN_ALL)
+        item.first.click()
+        try:
+            page.wait_for_function(_ANY_STARTED_JS, timeout=10_000, polling=250)
+            break
+        except Exception:
+            page.keyboard.press("Escape")
+            if attempt == 2:
+                screenshot(page, "failed_run_all.png", whole_notebook=False)
+                raise
+    try:
+        page.wait_for_function(_ALL_EXECUTED_JS, timeout=timeout_ms, polling=250)
+        wait_kernel_idle(page, timeout_ms)
+    except Exception:
+        screenshot(page, "failed_run_all.png", whole_notebook=False)
+        raise
+
+
+def cell_summaries(page) -> list[dict]:
+    """Для каждой ячейки по порядку: код ли это, текст выводов и плашки проверок."""
+    return page.evaluate(_CELLS_JS)
+
+
+def screenshot(page, name: str, whole_notebook: bool = True) -> Path:
+    """Снимок страницы в .course-work/screenshots/ (папка не в git).
+
+    JupyterLab прокручивает тетрадку внутри окна, поэтому «вся страница» — это только
+    видимая часть. Для снимка всей тетрадки окно на время вытягивается по её высоте.
+    """
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    viewport = page.viewport_size
+    height = page.evaluate(_NOTEBOOK_HEIGHT_JS) if whole_notebook else 0
+    if viewport and height > viewport["height"]:
+        page.set_viewport_size({"width": viewport["width"], "height": min(height, 30_000)})
+        page.evaluate(_SCROLL_TO_TOP_JS)
+        page.wait_for_timeout(500)
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        if viewport and page.viewport_size != viewport:
+            page.set_viewport_size(viewport)
+    return path
+
+
+_SCROLL_TO_TOP_JS = """
+() => { const s = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer');
+        if (s) s.scrollTop = 0; }
+"""
+
+_NOTEBOOK_HEIGHT_JS = """
+() => {
+  const scroller = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer');
+  if (!scroller) return 0;
+  return scroller.scrollHeight + (window.innerHeight - scroller.clientHeight) + 40;
+}
+"""
