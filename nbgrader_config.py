@@ -9,10 +9,19 @@ import os
 import sys
 from pathlib import Path
 
+import nbgrader
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.converters.autograde import Autograde
 from nbgrader.converters.generate_assignment import GenerateAssignment
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.preprocessors import ClearSolutions, Execute, GetGrades
 
-from feedback.teacher.preprocessors import CODE_STUB, TEXT_STUB, CourseClearSolutions
+from feedback.teacher.preprocessors import (
+    CODE_STUB,
+    TEXT_STUB,
+    CourseClearSolutions,
+    DropLibraryStderr,
+    ShortenReportErrors,
+)
 
 ROOT = Path(__file__).resolve().parent
 WORK = Path(os.environ.get("COURSE7_GRADING_DIR", ROOT / ".course-work")).resolve()
@@ -37,8 +46,24 @@ c.GenerateAssignment.preprocessors = [
     for preprocessor in GenerateAssignment.class_traits()["preprocessors"].default()
 ]
 
-c.Execute.timeout = 600  # секунд на одну ячейку; GPU-лабораторные в крошечном режиме быстрее
+# Лимит на одну ячейку при проверке: зависшая функция не задержит остальных.
+c.Execute.timeout = int(os.environ.get("COURSE7_CELL_TIMEOUT", "600"))
 c.Execute.interrupt_on_timeout = True
+
+# Предупреждения библиотек в stderr не должны стоить баллов (nbgrader за них снимает всё).
+c.Autograde.autograde_preprocessors = [
+    step
+    for preprocessor in Autograde.class_traits()["autograde_preprocessors"].default()
+    for step in ((preprocessor, DropLibraryStderr) if preprocessor is Execute else (preprocessor,))
+]
+
+# Отчёты для учащихся: русские подписи, без скрытых тестов и длинных трассировок.
+c.GenerateFeedback.preprocessors = [ShortenReportErrors, GetGrades, CSSHTMLHeaderPreprocessor]
+c.HTMLExporter.template_name = "feedback_ru"
+c.HTMLExporter.extra_template_basedirs = [
+    str(ROOT / "feedback" / "teacher" / "templates"),
+    str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
+]
 
 if {"autograde", "validate"} & set(sys.argv[1:2]):
     os.environ["FEEDBACK_STRICT"] = "1"  # в оценивании непройденная проверка роняет ячейку

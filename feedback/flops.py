@@ -6,10 +6,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from feedback.calling import LearnerProblem, as_number, guarded_check
-from feedback.comparing import Mistake, check_numeric_function, is_close, plural
+from feedback.comparing import Mistake, check_numeric_function, is_close, named_cases, plural
 from feedback.formatting import format_flops, format_number, format_pair
 from feedback.result import CheckResult, failed, passed
 
@@ -64,12 +65,15 @@ FLOPS_CASES = (
 
 
 @guarded_check("compute_num_flops")
-def check_compute_num_flops(fn: Any) -> CheckResult:
-    """Проверяет ``compute_num_flops(param_count, num_tokens)`` на нескольких случаях."""
+def check_compute_num_flops(fn: Any, cases: Sequence[Sequence[float]] | None = None) -> CheckResult:
+    """Проверяет ``compute_num_flops(param_count, num_tokens)`` на нескольких случаях.
+
+    ``cases`` — свои наборы аргументов (для скрытых тестов); по умолчанию — встроенные.
+    """
     return check_numeric_function(
         "compute_num_flops",
         fn,
-        FLOPS_CASES,
+        named_cases(cases, FLOPS_CASES),
         training_flops,
         FLOPS_MISTAKES,
         formatter=format_flops,

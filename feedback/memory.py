@@ -6,11 +6,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from feedback.calling import guarded_check
-from feedback.comparing import Mistake, check_numeric_function
+from feedback.comparing import Mistake, check_numeric_function, named_cases
 from feedback.formatting import BYTES_PER_GIB, format_gib
 from feedback.result import CheckResult
 
@@ -41,7 +41,12 @@ def _gib(in_bytes: Bytes) -> Bytes:
     return lambda *args: in_bytes(*args) / BYTES_PER_GIB
 
 
-def _check(title: str, fn: Any, cases: tuple, in_bytes: Bytes, *mistakes: Mistake) -> CheckResult:
+Cases = Sequence[Sequence[float]] | None
+
+
+def _check(
+    title: str, fn: Any, cases: Sequence, in_bytes: Bytes, *mistakes: Mistake
+) -> CheckResult:
     return check_numeric_function(
         title,
         fn,
@@ -71,9 +76,11 @@ _FORGOT_BYTES = Mistake(
 
 
 @guarded_check("calculate_param_memory")
-def check_calculate_param_memory(fn: Any) -> CheckResult:
+def check_calculate_param_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_param_memory(param_count, bytes_per_param)`` = P·b в ГиБ."""
-    return _check("calculate_param_memory", fn, PARAM_CASES, _weights_bytes, _FORGOT_BYTES)
+    return _check(
+        "calculate_param_memory", fn, named_cases(cases, PARAM_CASES), _weights_bytes, _FORGOT_BYTES
+    )
 
 
 INPUT_CASES = (
@@ -84,12 +91,12 @@ INPUT_CASES = (
 
 
 @guarded_check("calculate_input_data_memory")
-def check_calculate_input_data_memory(fn: Any) -> CheckResult:
+def check_calculate_input_data_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_input_data_memory(batch, length, bytes_per_id)`` = B·L·t в ГиБ."""
     return _check(
         "calculate_input_data_memory",
         fn,
-        INPUT_CASES,
+        named_cases(cases, INPUT_CASES),
         lambda b, n, t: b * n * t,
         Mistake(
             lambda b, n, t: b * n / BYTES_PER_GIB,
@@ -100,12 +107,12 @@ def check_calculate_input_data_memory(fn: Any) -> CheckResult:
 
 
 @guarded_check("calculate_gradient_memory")
-def check_calculate_gradient_memory(fn: Any) -> CheckResult:
+def check_calculate_gradient_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_gradient_memory(param_count, bytes_per_param)`` = P·b в ГиБ."""
     return _check(
         "calculate_gradient_memory",
         fn,
-        PARAM_CASES,
+        named_cases(cases, PARAM_CASES),
         _weights_bytes,
         _FORGOT_BYTES,
         Mistake(
@@ -117,12 +124,12 @@ def check_calculate_gradient_memory(fn: Any) -> CheckResult:
 
 
 @guarded_check("calculate_optimizer_memory")
-def check_calculate_optimizer_memory(fn: Any) -> CheckResult:
+def check_calculate_optimizer_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_optimizer_memory(param_count, bytes_per_param)`` = 2·P·b в ГиБ."""
     return _check(
         "calculate_optimizer_memory",
         fn,
-        PARAM_CASES,
+        named_cases(cases, PARAM_CASES),
         lambda p, b: 2 * p * b,
         Mistake(
             lambda p, b: p * b / BYTES_PER_GIB,
@@ -168,12 +175,12 @@ def _missing_factor(position: int) -> Mistake:
 
 
 @guarded_check("calculate_activation_memory")
-def check_calculate_activation_memory(fn: Any) -> CheckResult:
+def check_calculate_activation_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_activation_memory(B, L, layers, d, b)`` = B·L·layers·d·b в ГиБ."""
     return _check(
         "calculate_activation_memory",
         fn,
-        ACTIVATION_CASES,
+        named_cases(cases, ACTIVATION_CASES),
         _activation_bytes,
         *(_missing_factor(position) for position in range(len(ACTIVATION_ARGS))),
     )

@@ -16,11 +16,19 @@ MEMORY_COLOURS = ("#4c72b0", "#8172b3", "#dd8452", "#55a868", "#c44e52", "#93786
 
 
 def plot_flops_scenarios(rows: Sequence[Mapping[str, Any]]) -> Any:
-    """Столбцы FLOPs по сценариям на логарифмической шкале с подписями «2,18·10¹⁸»."""
+    """Столбцы FLOPs по сценариям на логарифмической шкале с подписями «2,18·10¹⁸».
+
+    Строки, где вместо числа ещё «…», пропускаются; если чисел нет совсем, вместо
+    графика печатается подсказка и возвращается None.
+    """
     import matplotlib.pyplot as plt
 
-    names = [str(row["Scenario"]) for row in rows]
-    values = [float(row["FLOPs"]) for row in rows]
+    ready = [row for row in rows if _positive_number(row.get("FLOPs"))]
+    if not ready:
+        print("График появится, когда в столбце FLOPs будут числа.")
+        return None
+    names = [str(row["Scenario"]) for row in ready]
+    values = [float(row["FLOPs"]) for row in ready]
     figure, axes = plt.subplots(figsize=(8, 4))
     bars = axes.bar(names, values, color="#4c72b0")
     axes.set_yscale("log")
@@ -38,6 +46,13 @@ def plot_flops_scenarios(rows: Sequence[Mapping[str, Any]]) -> Any:
     axes.tick_params(axis="x", labelrotation=10)
     figure.tight_layout()
     return figure
+
+
+def _positive_number(value: Any) -> bool:
+    try:
+        return float(value) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 def plot_memory_breakdown(

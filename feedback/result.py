@@ -54,6 +54,13 @@ class CheckResult:
     def __repr__(self) -> str:
         return str(self)
 
+    def _ipython_display_(self) -> None:
+        # Показываем как display_data, а не как результат ячейки («Out[n]»): так nbgrader
+        # не пытается прочитать вердикт как частичный балл.
+        from IPython.display import display
+
+        display({"text/html": self._repr_html_(), "text/plain": str(self)}, raw=True)
+
     def _repr_html_(self) -> str:
         colour, background, mark = (
             ("#1e7b34", "#e9f7ec", "✅") if self.passed else ("#a12622", "#fdecea", "❌")

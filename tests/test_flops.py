@@ -156,3 +156,18 @@ def test_unknown_scenario_and_wrong_parameters_are_named():
     assert "Неизвестный сценарий «BERT»" in message
     assert "«T5-Large», Parameters" in message
     assert "вернула строку" in message
+
+
+def test_hidden_cases_catch_a_function_tuned_to_the_visible_ones():
+    visible = {
+        tuple(case.values()): 6 * case["param_count"] * case["num_tokens"]
+        for case in flops.FLOPS_CASES
+    }
+
+    def tuned(p, n):
+        return visible.get((p, n), 0.0)
+
+    assert flops.check_compute_num_flops(tuned)
+    hidden = flops.check_compute_num_flops(tuned, cases=[(3e8, 2e10)])
+    assert not hidden and "3·10⁸" not in hidden.message and "300 млн" in hidden.message
+    assert flops.check_compute_num_flops(correct, cases=[(3e8, 2e10), (5, 7)])

@@ -102,3 +102,13 @@ def test_hard_coded_lab_answer_fails():
     result = memory.check_calculate_param_memory(lambda p, b: 14.901161193847656)
     assert not result
     assert "bytes_per_param = 2" in result.message
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_own_cases_are_used(name):
+    check, solution = CHECKS[name]
+    arity = solution.__code__.co_argcount
+    case = tuple(range(3, 3 + arity))
+    assert check(solution, cases=[case])
+    result = check(lambda *args: 1.0, cases=[case])
+    assert not result and "Случай: " in result.message

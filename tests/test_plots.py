@@ -35,3 +35,11 @@ def test_memory_chart_stacks_items_and_draws_the_card_limit():
     assert "44,7 ГиБ" in texts
     legend = [t.get_text() for t in axes.get_legend().get_texts()]
     assert legend == ["Веса", "Adam", "память видеокарты: 15 ГиБ"]
+
+
+def test_flops_chart_waits_for_numbers(capsys):
+    rows = [{"Scenario": "BERT-Base", "FLOPs": ...}, {"Scenario": "PaLM", "FLOPs": "2e24"}]
+    figure = plots.plot_flops_scenarios(rows)
+    assert len(figure.axes[0].patches) == 1
+    assert plots.plot_flops_scenarios(rows[:1]) is None
+    assert "График появится" in capsys.readouterr().out

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
-from nbgrader.preprocessors import ClearSolutions
+import re
+
+from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 from traitlets import Unicode
 
 CODE_STUB = '# Добавьте сюда свой код\nraise NotImplementedError("Добавьте сюда свой код")'
@@ -39,3 +41,67 @@ class CourseClearSolutions(ClearSolutions):
             self.begin_solution_delimeter in line and not line[:1].isspace()
             for line in source.splitlines()
         )
+
+
+def _is_test_cell(cell) -> bool:
+    grading = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.cell_type == "code" and grading.get("grade") and not grading.get("solution")
+
+
+class DropLibraryStderr(NbGraderPreprocessor):
+    """Убирает поток stderr из ячеек-тестов перед выставлением баллов.
+
+    nbgrader снимает все баллы за ячейку, если в ней что-то напечатано в stderr, а
+    предупреждения TensorFlow, JAX или matplotlib туда пишут постоянно. Настоящая
+    ошибка проверки — это вывод типа ``error``, его мы не трогаем.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if _is_test_cell(cell):
+            cell.outputs = [
+                output
+                for output in cell.outputs
+                if not (output.output_type == "stream" and output.name == "stderr")
+            ]
+        return cell, resources
+
+
+HIDDEN_TESTS = re.compile(
+    r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S
+)
+
+
+class ShortenReportErrors(NbGraderPreprocessor):
+    """Готовит отчёт для учащегося: без скрытых тестов и без длинных трассировок.
+
+    nbgrader по умолчанию показывает в отчёте исходный код скрытых тестов, а
+    трассировка ошибки цитирует его ещё раз (jupyter/nbgrader#917, #1363). Здесь из
+    ячеек-тестов вырезаются скрытые блоки, а от ошибки остаются только её тип и текст —
+    для проверок курса это и есть русский вердикт. В остальных ячейках так же
+    сокращаются только вердикты проверок и остановки по времени; трассировки ошибок в
+    коде учащегося остаются — они ему полезны.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type != "code":
+            return cell, resources
+        test = _is_test_cell(cell)
+        if test:
+            cell.source = HIDDEN_TESTS.sub("", cell.source).rstrip("\n")
+        for output in cell.outputs:
+            if output.output_type == "error" and (test or output.ename in SHORT_EVERYWHERE):
+                output.traceback = [_short_error(output.ename, output.evalue)]
+        return cell, resources
+
+
+#: Ошибки, которые в отчёте всегда сокращаются до одной строки: вердикты проверок и
+#: остановка по лимиту времени (её трассировка учащемуся ничего не скажет).
+SHORT_EVERYWHERE = {"CheckFailed", "KeyboardInterrupt", "CellTimeoutError"}
+
+
+def _short_error(name: str, value: str) -> str:
+    if name == "CheckFailed":
+        return value
+    if name in {"KeyboardInterrupt", "CellTimeoutError"}:
+        return "Ячейка выполнялась слишком долго и была остановлена (лимит времени проверки)."
+    return f"{name}: {value}" if value else name
