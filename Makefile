@@ -10,7 +10,7 @@ EXTRAS ?= dev,tiny
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: lab test lint unit nbval notebooks release check-notebooks grade env browser clean
+.PHONY: lab test lint unit nbval notebooks release check-notebooks grade gpu-check env browser clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,8 +38,9 @@ unit: $(STAMP) browser
 	$(BIN)/python -m pytest tests
 
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.
+# GPU-лабораторные идут в крошечном режиме (COURSE7_TINY=1): без видеокарты и без интернета.
 nbval: $(STAMP)
-	FEEDBACK_STRICT=1 MPLBACKEND=Agg $(BIN)/python -m pytest -p no:cacheprovider \
+	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg $(BIN)/python -m pytest -p no:cacheprovider \
 		--nbval-lax --nbval-current-env solutions/
 
 notebooks: $(STAMP)
@@ -53,6 +54,11 @@ grade: $(STAMP)
 
 check-notebooks: $(STAMP)
 	$(BIN)/python -m feedback.teacher.release --check
+
+# Путь лабораторной 7.5 (bfloat16 + LoRA + накопление) на настоящей архитектуре Gemma 3 на CUDA.
+# Нужен jax с CUDA: pip install -U "jax[cuda12]". Без GPU честно сообщает, что не запускался.
+gpu-check: $(STAMP)
+	$(BIN)/python -m feedback.gpu_check $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) .course-work

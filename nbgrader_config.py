@@ -16,8 +16,6 @@ from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import ClearSolutions, Execute, GetGrades
 
 from feedback.teacher.preprocessors import (
-    CODE_STUB,
-    TEXT_STUB,
     CourseClearSolutions,
     DropLibraryStderr,
     ShortenReportErrors,
@@ -39,8 +37,6 @@ c.CourseDirectory.solution_directory = str(WORK / "solution_release")
 c.CourseDirectory.db_url = f"sqlite:///{WORK / 'gradebook.db'}"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".cache"]
 
-c.ClearSolutions.code_stub = {"python": CODE_STUB}
-c.ClearSolutions.text_stub = TEXT_STUB
 c.GenerateAssignment.preprocessors = [
     CourseClearSolutions if preprocessor is ClearSolutions else preprocessor
     for preprocessor in GenerateAssignment.class_traits()["preprocessors"].default()
@@ -67,3 +63,5 @@ c.HTMLExporter.extra_template_basedirs = [
 
 if {"autograde", "validate"} & set(sys.argv[1:2]):
     os.environ["FEEDBACK_STRICT"] = "1"  # в оценивании непройденная проверка роняет ячейку
+    # GPU-лабораторные проверяются на обычной машине: крошечная модель, те же проверки.
+    os.environ.setdefault("COURSE7_TINY", "1")

@@ -56,7 +56,9 @@ def _positive_number(value: Any) -> bool:
 
 
 def plot_memory_breakdown(
-    breakdowns: Mapping[str, Mapping[str, float]], limit_gib: float | None = None
+    breakdowns: Mapping[str, Mapping[str, float]],
+    limit_gib: float | None = None,
+    title: str = "Из чего складывается память при обучении",
 ) -> Any:
     """Составные столбцы памяти (ГиБ) для нескольких вариантов, например fp32 и bfloat16.
 
@@ -90,7 +92,7 @@ def plot_memory_breakdown(
         )
     axes.set_xticks(range(len(labels)), [label.replace(", ", "\n") for label in labels])
     axes.set_ylabel("ГиБ")
-    axes.set_title("Из чего складывается память при обучении")
+    axes.set_title(title)
     handles, names = axes.get_legend_handles_labels()
     order = sorted(range(len(names)), key=lambda index: index == 0)  # линия — в конец легенды
     axes.legend(

@@ -182,7 +182,14 @@ class KaggleCredentials:
 
 
 class KaggleCredentialsError(RuntimeError):
-    """Нет ключей Kaggle, а настоящие веса Gemma без них не скачать."""
+    """Нет ключей Kaggle, а настоящие веса Gemma без них не скачать.
+
+    В Jupyter показывается только русская инструкция, без трассировки: ячейка
+    останавливается, но учащийся сразу видит, что делать.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return ["Не найдены ключи Kaggle.", "", *str(self).splitlines()]
 
 
 def _colab_secret(name: str) -> str | None:
@@ -378,3 +385,44 @@ def choose_preset(
         tiny_notice_body(real_preset, reason),
     )
     return path
+
+
+# --------------------------------------------------------------------------- среда выполнения
+
+
+def runtime_guidance(platform: str, accelerator: Accelerator) -> tuple[str, str, str]:
+    """Заголовок, текст и уровень сообщения «где мы и есть ли видеокарта»."""
+    if accelerator.is_accelerated:
+        return (
+            f"Видеокарта найдена: {accelerator.describe()}",
+            "Можно работать с настоящей моделью Gemma.",
+            "info",
+        )
+    how = {
+        "colab": "В Colab: меню «Среда выполнения» → «Сменить среду выполнения» → "
+        "аппаратный ускоритель «T4 GPU» → «Сохранить», затем выполните блокнот заново.",
+        "kaggle": "В Kaggle: справа панель «Session options» → «Accelerator» → "
+        "«GPU T4 x2» (нужен подтверждённый телефон), затем выполните блокнот заново.",
+        "local": "Локально: нужна видеокарта NVIDIA с CUDA и jax с поддержкой CUDA "
+        "(pip install -U 'jax[cuda12]').",
+    }[platform]
+    return (
+        "Видеокарты нет: блокнот работает на процессоре",
+        f"{how}\n\nМожно и продолжить без видеокарты: лабораторная выполнится на "
+        "крошечной учебной модели той же архитектуры — код тот же, но генерации будут "
+        "бессмысленными.",
+        "warning",
+    )
+
+
+def show_runtime_status(
+    platform: str | None = None,
+    accelerator: Accelerator | None = None,
+    notify: Callable[..., None] = show_notice,
+) -> Accelerator:
+    """Показывает, где выполняется блокнот и есть ли ускоритель; возвращает ускоритель."""
+    platform = platform or detect_platform()
+    accelerator = accelerator or detect_accelerator()
+    title, body, level = runtime_guidance(platform, accelerator)
+    notify(title, body, level)
+    return accelerator

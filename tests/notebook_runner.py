@@ -12,11 +12,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_notebook(path: Path, strict: bool = False, timeout: int = 600) -> nbformat.NotebookNode:
-    """Выполняет все ячейки, не останавливаясь на ошибках, и возвращает тетрадку с выводами."""
+    """Выполняет все ячейки, не останавливаясь на ошибках, и возвращает тетрадку с выводами.
+
+    GPU-лабораторные идут в крошечном режиме (``COURSE7_TINY=1``), как в CI.
+    """
     nb = nbformat.read(path, as_version=4)
     env_strict = os.environ.get("FEEDBACK_STRICT")
     os.environ["FEEDBACK_STRICT"] = "1" if strict else "0"
     os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.setdefault("COURSE7_TINY", "1")
     try:
         NotebookClient(
             nb,

@@ -244,3 +244,35 @@ def test_show_notice_prints_plain_text_outside_notebook(capsys):
 def test_notice_html_escapes():
     html = notice.notice_html("<b>", "a & b\n\nc")
     assert "&lt;b&gt;" in html and "a &amp; b" in html and html.count("<p") == 3
+
+
+def test_credentials_error_renders_only_the_russian_instructions():
+    from feedback.runtime import KaggleCredentialsError, missing_credentials_message
+
+    error = KaggleCredentialsError(missing_credentials_message("colab"))
+    lines = error._render_traceback_()
+    assert lines[0] == "Не найдены ключи Kaggle."
+    assert any("KAGGLE_USERNAME" in line for line in lines)
+    assert not any("Traceback" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("platform", "phrase"),
+    [("colab", "Сменить среду выполнения"), ("kaggle", "Accelerator"), ("local", "CUDA")],
+)
+def test_cpu_runtime_guidance_says_how_to_switch(platform, phrase):
+    from feedback.runtime import CPU_ONLY, runtime_guidance, show_runtime_status
+
+    title, body, level = runtime_guidance(platform, CPU_ONLY)
+    assert "Видеокарты нет" in title and phrase in body and level == "warning"
+    shown = []
+    assert show_runtime_status(platform, CPU_ONLY, lambda *a: shown.append(a)) is CPU_ONLY
+    assert shown[0][0] == title
+
+
+def test_gpu_runtime_guidance_names_the_card():
+    from feedback.runtime import Accelerator, runtime_guidance
+
+    t4 = Accelerator("gpu", "Tesla T4", 1, 15 * 1024**3, "nvidia-smi")
+    title, _, level = runtime_guidance("colab", t4)
+    assert "Tesla T4" in title and level == "info"

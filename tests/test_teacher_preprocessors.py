@@ -58,3 +58,28 @@ def test_check_failures_outside_test_cells_are_shortened_too():
     ShortenReportErrors().preprocess_cell(cell, {}, 0)
     assert cell.outputs[0].traceback == ["tb"]
     assert cell.outputs[1].traceback == ["❌ вердикт"]
+
+
+def test_inline_and_top_level_regions_get_a_comment_stub_functions_get_raise():
+    from nbformat.v4 import new_notebook
+
+    from feedback.teacher.preprocessors import CourseClearSolutions
+
+    def cleared(source):
+        cell = new_code_cell(source)
+        cell.metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "s"}
+        nb = new_notebook(
+            cells=[cell],
+            metadata={
+                "kernelspec": {"language": "python", "name": "python3", "display_name": "Python 3"}
+            },
+        )
+        nb, _ = CourseClearSolutions().preprocess(nb, {})
+        return nb.cells[0].source
+
+    inline = cleared("f(\n    ### BEGIN SOLUTION inline\n    x=1,\n    ### END SOLUTION\n)")
+    assert inline == "f(\n    # Добавьте сюда свой код\n)"
+    top = cleared("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")
+    assert top == "# Добавьте сюда свой код"
+    body = cleared("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION")
+    assert "raise NotImplementedError" in body and "YOUR CODE" not in body

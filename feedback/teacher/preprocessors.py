@@ -4,7 +4,8 @@
 его и скажет «функция ещё не реализована». Но решение на верхнем уровне ячейки
 (например, заполнение таблицы) так заменять нельзя: «Run all» остановился бы на
 этой ячейке, и учащийся не увидел бы вердиктов ниже. Там остаётся только
-комментарий-приглашение, а проверка увидит незаполненные «…».
+комментарий-приглашение, а проверка увидит незаполненные «…». То же для решения
+внутри выражения (аргументы вызова): его начало помечается ``### BEGIN SOLUTION inline``.
 """
 
 from __future__ import annotations
@@ -12,22 +13,25 @@ from __future__ import annotations
 import re
 
 from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
-from traitlets import Unicode
+from traitlets import Dict, Unicode
 
 CODE_STUB = '# Добавьте сюда свой код\nraise NotImplementedError("Добавьте сюда свой код")'
 TOP_LEVEL_STUB = "# Добавьте сюда свой код"
 TEXT_STUB = "_Впишите сюда свой ответ._"
+INLINE_MARK = "inline"
 
 
 class CourseClearSolutions(ClearSolutions):
-    """ClearSolutions, который не ставит ``raise`` на верхний уровень ячейки."""
+    """ClearSolutions, который не ставит ``raise`` на верхний уровень ячейки и в выражения."""
 
+    code_stub = Dict({"python": CODE_STUB}, help="Русская заглушка для кода").tag(config=True)
+    text_stub = Unicode(TEXT_STUB, help="Русская заглушка для письменного ответа").tag(config=True)
     top_level_stub = Unicode(
         TOP_LEVEL_STUB, help="Заглушка для решения, начинающегося с первого столбца"
     ).tag(config=True)
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if cell.cell_type == "code" and self._has_top_level_region(cell.source):
+        if cell.cell_type == "code" and self._wants_comment_stub(cell.source):
             saved = self.code_stub
             self.code_stub = {language: self.top_level_stub for language in saved}
             try:
@@ -36,9 +40,10 @@ class CourseClearSolutions(ClearSolutions):
                 self.code_stub = saved
         return super().preprocess_cell(cell, resources, cell_index)
 
-    def _has_top_level_region(self, source: str) -> bool:
+    def _wants_comment_stub(self, source: str) -> bool:
         return any(
-            self.begin_solution_delimeter in line and not line[:1].isspace()
+            self.begin_solution_delimeter in line
+            and (not line[:1].isspace() or line.rstrip().endswith(INLINE_MARK))
             for line in source.splitlines()
         )
 

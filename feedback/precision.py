@@ -1,0 +1,445 @@
+"""Проверки лабораторной 7.5: веса в bfloat16 и адаптеры LoRA.
+
+Проверки смотрят на сами переменные модели, а не только на её политику точности
+(``dtype_policy``): модель с политикой ``mixed_bfloat16`` считает в bfloat16, но
+хранит веса в float32 и памяти не экономит.
+
+Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) в float32 даже у
+модели в bfloat16 — так задумано: маленькие обучаемые матрицы хранят в полной
+точности, чтобы небольшие обновления не терялись при округлении. Проверка это
+допускает и говорит об этом.
+
+Модуль лёгкий: keras здесь не импортируется, проверки работают с тем объектом,
+который передал учащийся.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from feedback.calling import LearnerProblem, guarded_check
+from feedback.formatting import format_gib, format_number, format_significant
+from feedback.result import CheckResult, failed, passed
+
+#: Слой и атрибут, которые смотрит учащийся в задании 1 лабораторной 7.5.
+LAB_LAYER = "decoder_block_0"
+LAB_PATH = 'model.backbone.get_layer("decoder_block_0").attention.query_dense.kernel.dtype'
+
+#: Сколько имён переменных показывать в сообщении.
+SHOWN_PATHS = 3
+
+_BYTES_PER_DTYPE = {
+    "float64": 8,
+    "float32": 4,
+    "bfloat16": 2,
+    "float16": 2,
+    "int8": 1,
+    "int4": 0.5,
+}
+
+
+# --------------------------------------------------------------------------- модель
+
+
+def _dtype_name(dtype: Any) -> str:
+    """Имя типа: ``"bfloat16"`` из строки, dtype numpy/jax или ``tf.DType``."""
+    if isinstance(dtype, str):
+        return dtype
+    name = getattr(dtype, "name", None)
+    return name if isinstance(name, str) else str(dtype)
+
+
+def _is_lora(variable: Any) -> bool:
+    return "lora" in _path(variable)
+
+
+def _path(variable: Any) -> str:
+    path = getattr(variable, "path", None) or getattr(variable, "name", None)
+    return str(path) if path is not None else "?"
+
+
+def _size(variable: Any) -> int:
+    count = 1
+    for dimension in tuple(getattr(variable, "shape", ())):
+        count *= int(dimension)
+    return count
+
+
+def _unique(variables: Iterable[Any]) -> list[Any]:
+    seen: set[int] = set()
+    result = []
+    for variable in variables:
+        if id(variable) not in seen:
+            seen.add(id(variable))
+            result.append(variable)
+    return result
+
+
+def _not_a_model(model: Any) -> LearnerProblem | None:
+    """Объяснение, если передана явно не модель; ``None`` — можно смотреть дальше."""
+    if model is Ellipsis or model is None:
+        return LearnerProblem(
+            "модель ещё не загружена: вместо неё передано «…» или None.",
+            "Выполните ячейку с загрузкой модели (from_preset) и передайте в проверку "
+            "переменную model.",
+        )
+    if isinstance(model, str):
+        hint = (
+            "Это похоже на тип весов; проверка сама найдёт его у модели — передайте model."
+            if model in _BYTES_PER_DTYPE
+            else "Передайте переменную без кавычек, например check_…(model)."
+        )
+        return LearnerProblem(f"передана строка {model[:40]!r}, а нужна сама модель.", hint)
+    if inspect.isroutine(model):
+        return LearnerProblem(
+            f"передана функция {getattr(model, '__name__', '?')}, а нужна модель.",
+            "Вызовите функцию и передайте в проверку то, что она вернула.",
+        )
+    if isinstance(model, type):
+        return LearnerProblem(
+            f"передан класс {model.__name__}, а нужна загруженная модель.",
+            "Создайте модель: model = keras_hub.models.Gemma3CausalLM.from_preset(...), "
+            "и передайте в проверку её.",
+        )
+    return None
+
+
+def _read(owner: Any, attribute: str, what: str) -> Any:
+    """``owner.attribute``; ошибка при чтении — понятный вердикт вместо трассировки."""
+    try:
+        return getattr(owner, attribute)
+    except NotImplementedError:
+        raise LearnerProblem(
+            "модель ещё не готова: при обращении к ней сработала заглушка (NotImplementedError).",
+            "Замените заглушку своим кодом и выполните ячейку.",
+        ) from None
+    except AttributeError:
+        raise
+    except Exception as error:
+        raise LearnerProblem(
+            f"не удалось прочитать {what}: {type(error).__name__}: {error}",
+            "Проверьте, что передаёте загруженную модель.",
+        ) from None
+
+
+def resolve_backbone(model: Any) -> Any:
+    """Основная сеть модели Keras Hub: ``model.backbone`` или сама ``model``.
+
+    Годится и ``Gemma3CausalLM``, и её ``backbone``. Если передано что-то другое,
+    выбрасывает :class:`~feedback.calling.LearnerProblem` с русским объяснением.
+    """
+    problem = _not_a_model(model)
+    if problem:
+        raise problem
+    try:
+        backbone = _read(model, "backbone", "model.backbone")
+    except AttributeError:
+        backbone = model
+    problem = _not_a_model(backbone)
+    if problem:
+        raise LearnerProblem(
+            "у модели нет основной сети: model.backbone пуст.",
+            "Загрузите модель заново через from_preset(...).",
+        )
+    try:
+        weights = _read(backbone, "weights", "веса модели")
+    except AttributeError:
+        weights = None
+    if not isinstance(weights, Sequence) or isinstance(weights, str):
+        raise LearnerProblem(
+            f"передан объект типа {type(model).__name__}, а нужна модель Keras Hub.",
+            "Передайте модель, загруженную так: "
+            'keras_hub.models.Gemma3CausalLM.from_preset(..., dtype="bfloat16").',
+        )
+    if not weights:
+        raise LearnerProblem(
+            "у модели нет весов: похоже, она ещё не построена.",
+            "Загрузите модель через from_preset(...): тогда веса появятся сразу.",
+        )
+    return backbone
+
+
+def _all_weights(model: Any) -> list[Any]:
+    backbone = resolve_backbone(model)
+    owner = model if hasattr(model, "backbone") else backbone
+    try:
+        return _unique(owner.weights)
+    except Exception:
+        return _unique(backbone.weights)
+
+
+def _trainable_weights(model: Any) -> list[Any]:
+    backbone = resolve_backbone(model)
+    owner = model if hasattr(model, "backbone") else backbone
+    try:
+        return _unique(owner.trainable_weights)
+    except Exception:
+        return _unique(backbone.trainable_weights)
+
+
+def parameter_counts(model: Any) -> tuple[int, int]:
+    """Число обучаемых и всех параметров модели: ``(trainable, total)``.
+
+    Считает так же, как ``model.summary()``: матрицы LoRA входят в оба числа,
+    замороженные веса — только во второе. Принимает ``Gemma3CausalLM`` или её
+    ``backbone``; на что-то другое отвечает ``TypeError`` с русским текстом.
+    """
+    try:
+        total = sum(_size(variable) for variable in _all_weights(model))
+        trainable = sum(_size(variable) for variable in _trainable_weights(model))
+    except LearnerProblem as problem:
+        raise TypeError(problem.headline) from None
+    return trainable, total
+
+
+_PARAMETERS = ("параметр", "параметра", "параметров")
+
+
+def counted(count: int, one: str, few: str, many: str) -> str:
+    """«1 параметр», «3 параметра», «110 464 параметров» — с русским разделителем тысяч."""
+    if count % 10 == 1 and count % 100 != 11:
+        word = one
+    elif 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
+        word = few
+    else:
+        word = many
+    return f"{format_number(count)} {word}"
+
+
+def _share(part: int, whole: int) -> str:
+    if not whole:
+        return "0 %"
+    percent = 100 * part / whole
+    return f"{format_significant(percent, 2)} %"
+
+
+def _list_paths(variables: Sequence[Any]) -> str:
+    names = [_path(variable) for variable in variables[:SHOWN_PATHS]]
+    more = len(variables) - len(names)
+    text = ", ".join(names)
+    return f"{text} и ещё {format_number(more)}" if more > 0 else text
+
+
+def _dtype_policy_name(backbone: Any) -> str | None:
+    policy = getattr(backbone, "dtype_policy", None)
+    name = getattr(policy, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _lab_kernel_dtype(backbone: Any) -> str | None:
+    """Тип весов в том месте, которое печатает задание 1, или ``None``, если его нет."""
+    try:
+        query = backbone.get_layer(LAB_LAYER).attention.query_dense
+        kernel = getattr(query, "_kernel", None)
+        if kernel is None:
+            kernel = query.kernel
+        return _dtype_name(kernel.dtype)
+    except Exception:
+        return None
+
+
+def _memory(variables: Sequence[Any]) -> float:
+    return sum(
+        _size(variable) * _BYTES_PER_DTYPE.get(_dtype_name(variable.dtype), 4)
+        for variable in variables
+    )
+
+
+# --------------------------------------------------------------------------- bfloat16
+
+
+@guarded_check("Веса модели в bfloat16")
+def check_bfloat16(model: Any) -> CheckResult:
+    """Проверяет, что веса основной сети действительно хранятся в bfloat16.
+
+    Смотрит тип каждой переменной ``model.backbone.weights``, а не только политику
+    точности. Матрицы LoRA (``lora_kernel_a/b``) в float32 допустимы: так их
+    хранит Keras. При ошибке называет найденный тип и несколько переменных не в
+    bfloat16.
+    """
+    title = "Веса модели в bfloat16"
+    backbone = resolve_backbone(model)
+    variables = _unique(backbone.weights)
+    lora = [variable for variable in variables if _is_lora(variable)]
+    main = [variable for variable in variables if not _is_lora(variable)]
+    wrong = [variable for variable in main if _dtype_name(variable.dtype) != "bfloat16"]
+    found = Counter(_dtype_name(variable.dtype) for variable in wrong)
+    policy = _dtype_policy_name(backbone)
+    lab_dtype = _lab_kernel_dtype(backbone)
+
+    details = []
+    if lab_dtype is not None:
+        details.append(f"{LAB_PATH} → {lab_dtype}")
+
+    if wrong:
+        found_text = ", ".join(name for name, _ in found.most_common())
+        details += [
+            f"Не в bfloat16: {format_number(len(wrong))} из {format_number(len(main))} "
+            f"переменных ({found_text}), например: {_list_paths(wrong)}.",
+        ]
+        if policy:
+            details.append(f"Политика точности модели: {policy}.")
+        if policy and policy.startswith("mixed_"):
+            details.append(
+                f"Подсказка: политика {policy} — это смешанная точность: вычисления идут "
+                "в 16 битах, а веса хранятся в float32 (4 байта на параметр), так что "
+                'памяти под веса она не экономит. Загрузите модель с dtype="bfloat16".'
+            )
+        elif "float32" in found:
+            details.append(
+                "Подсказка: по умолчанию from_preset загружает веса в float32 — 4 байта на "
+                'параметр вместо 2. Загрузите модель заново с dtype="bfloat16": '
+                'Gemma3CausalLM.from_preset(..., dtype="bfloat16").'
+            )
+        elif "float16" in found:
+            details.append(
+                "Подсказка: float16 тоже занимает 2 байта, но у него узкий диапазон "
+                "(максимум около 65 504), и при обучении легко получить inf. В лабораторной "
+                'нужен bfloat16: dtype="bfloat16".'
+            )
+        else:
+            details.append('Подсказка: загрузите модель с dtype="bfloat16".')
+        return failed(title, f"веса хранятся в {found_text}, а не в bfloat16.", *details)
+
+    details.append(
+        f"Веса основной сети: {counted(sum(_size(v) for v in main), *_PARAMETERS)} × "
+        f"2 байта ≈ {format_gib(_memory(main) / 1024**3)}."
+    )
+    if lora:
+        lora_types = ", ".join(sorted({_dtype_name(v.dtype) for v in lora}))
+        details.append(
+            f"Матрицы LoRA ({format_number(len(lora))} шт., "
+            f"{counted(sum(_size(v) for v in lora), *_PARAMETERS)}) хранятся в "
+            f"{lora_types} — так задумано в Keras: маленькие обучаемые матрицы держат в "
+            "полной точности, чтобы небольшие обновления не терялись при округлении."
+        )
+    return passed(
+        title,
+        f"все {format_number(len(main))} переменных основной сети хранятся в bfloat16.",
+        *details,
+    )
+
+
+# --------------------------------------------------------------------------- LoRA
+
+
+def _layers(backbone: Any) -> list[Any]:
+    flatten = getattr(backbone, "_flatten_layers", None)
+    if flatten is None:
+        return []
+    return list(flatten(include_self=False))
+
+
+def _layer_path(layer: Any) -> str:
+    return str(getattr(layer, "path", None) or getattr(layer, "name", "?"))
+
+
+def _missing_lora_targets(backbone: Any, layers: Sequence[Any]) -> list[Any]:
+    """Слои, которые ``enable_lora`` должен был затронуть, но LoRA в них нет."""
+    names_of = getattr(backbone, "default_lora_layer_names", None)
+    if names_of is None:
+        return []
+    try:
+        targets = set(names_of())
+    except Exception:
+        return []
+    return [
+        layer
+        for layer in layers
+        if getattr(layer, "name", None) in targets
+        and hasattr(layer, "enable_lora")
+        and getattr(layer, "weights", None)
+        and not getattr(layer, "lora_enabled", False)
+    ]
+
+
+@guarded_check("Адаптеры LoRA")
+def check_lora(model: Any, rank: int = 4) -> CheckResult:
+    """Проверяет LoRA: включена в слоях внимания с рангом ``rank``, обучаются только её матрицы.
+
+    Называет ошибку: LoRA не включена, ранг не тот (какой найден), LoRA не во всех
+    слоях-целях, обучаются лишние веса (какие). Показывает число обучаемых и всех
+    параметров.
+    """
+    title = "Адаптеры LoRA"
+    backbone = resolve_backbone(model)
+    layers = _layers(backbone)
+    lora_layers = [layer for layer in layers if getattr(layer, "lora_enabled", False)]
+    trainable_count, total_count = parameter_counts(model)
+    counts = (
+        f"Обучаемых параметров: {format_number(trainable_count)} из "
+        f"{format_number(total_count)} ({_share(trainable_count, total_count)})."
+    )
+
+    if not lora_layers:
+        return failed(
+            title,
+            "LoRA не включена: ни в одном слое модели нет адаптеров.",
+            counts,
+            f"Подсказка: после загрузки вызовите model.backbone.enable_lora(rank={rank}) — "
+            "до compile и fit.",
+        )
+
+    ranks = Counter(getattr(layer, "lora_rank", None) for layer in lora_layers)
+    if set(ranks) != {rank}:
+        found = ", ".join(str(value) for value, _ in ranks.most_common())
+        return failed(
+            title,
+            f"ранг LoRA — {found}, а нужен {rank}.",
+            counts,
+            f"Ранг — число столбцов матрицы A и строк матрицы B: чем он больше, тем больше "
+            f"обучаемых параметров. Включить LoRA в том же слое второй раз нельзя, поэтому "
+            f"загрузите модель заново и вызовите model.backbone.enable_lora(rank={rank}).",
+        )
+
+    missing = _missing_lora_targets(backbone, layers)
+    if missing:
+        return failed(
+            title,
+            "LoRA включена не во всех слоях внимания.",
+            f"Без адаптеров: {counted(len(missing), 'слой', 'слоя', 'слоёв')}, например: "
+            + ", ".join(_layer_path(layer) for layer in missing[:SHOWN_PATHS])
+            + ".",
+            f"Подсказка: вызовите model.backbone.enable_lora(rank={rank}) без "
+            "target_layer_names — Keras Hub сам выберет слои query и value.",
+        )
+
+    trainable = _trainable_weights(model)
+    extra = [variable for variable in trainable if not _is_lora(variable)]
+    if extra:
+        extra_params = sum(_size(variable) for variable in extra)
+        return failed(
+            title,
+            "кроме матриц LoRA обучаются и другие веса.",
+            f"Лишних обучаемых переменных: {format_number(len(extra))} "
+            f"({counted(extra_params, *_PARAMETERS)}), например: {_list_paths(extra)}.",
+            counts,
+            "Подсказка: enable_lora замораживает всю модель, кроме адаптеров. Похоже, "
+            "какой-то слой потом снова сделали обучаемым (layer.trainable = True или "
+            "model.backbone.trainable = True). Загрузите модель заново и вызовите только "
+            f"enable_lora(rank={rank}).",
+        )
+
+    lora_trainable = [variable for variable in trainable if _is_lora(variable)]
+    if not lora_trainable:
+        return failed(
+            title,
+            "матрицы LoRA заморожены: обучаемых весов нет совсем.",
+            counts,
+            "Подсказка: похоже, после enable_lora модель заморозили "
+            "(trainable = False). Загрузите модель заново и вызовите только "
+            f"enable_lora(rank={rank}).",
+        )
+
+    return passed(
+        title,
+        f"LoRA ранга {rank} включена в {counted(len(lora_layers), 'слое', 'слоях', 'слоях')}; "
+        "обучаются только её матрицы.",
+        counts,
+        "Слои с адаптерами, например: "
+        + ", ".join(_layer_path(layer) for layer in lora_layers[:SHOWN_PATHS])
+        + ".",
+    )

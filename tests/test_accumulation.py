@@ -1,0 +1,297 @@
+"""Оптимизатор лабораторных 7.5/7.6 и накопление градиентов в Keras 3.
+
+Здесь же закреплено, как Keras 3.15 (бэкенд JAX) понимает
+``gradient_accumulation_steps``: градиенты усредняются, clipnorm режет среднее,
+``optimizer.iterations`` считает обновления, расписание видит микрошаги.
+Нужен только keras (без keras_hub): модели — один слой Dense.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+from feedback import CheckFailed, accumulation
+
+KERAS_REASON = "нужен keras с бэкендом JAX (pip install -e '.[tiny]')"
+
+LAB = {"weight_decay": 0.01, "beta_1": 0.9, "beta_2": 0.95, "epsilon": 1e-6, "clipnorm": 0.5}
+
+
+# --------------------------------------------------------------------------- лёгкие тесты
+
+
+def test_import_is_light():
+    code = (
+        "import sys, feedback.accumulation\n"
+        "heavy = {'jax', 'keras', 'keras_hub', 'tensorflow', 'torch'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(8e-4, "8e-4"), (5e-5, "5e-5"), (1e-6, "1e-6"), (0.95, "0.95"), (None, "None"), (8, "8")],
+)
+def test_literal_looks_like_code(value, expected):
+    assert accumulation.literal(value) == expected
+
+
+# --------------------------------------------------------------------------- оптимизатор
+
+
+@pytest.fixture(scope="module")
+def keras():
+    pytest.importorskip("jax", reason=KERAS_REASON)
+    return pytest.importorskip("keras", reason=KERAS_REASON)
+
+
+def adamw(keras, **overrides):
+    options = {"learning_rate": 8e-4, **LAB, "gradient_accumulation_steps": 8, **overrides}
+    options = {name: value for name, value in options.items() if value is not ...}
+    return keras.optimizers.AdamW(**options)
+
+
+def test_lab_7_6_optimizer_passes(keras):
+    result = accumulation.check_optimizer(adamw(keras), steps=8, learning_rate=8e-4)
+    assert result.passed, result.message
+    assert "gradient_accumulation_steps=8" in result.message
+    assert "1 × 8 = 8" in result.message
+
+
+def test_lab_7_5_optimizer_passes_without_accumulation(keras):
+    optimizer = adamw(keras, learning_rate=5e-5, gradient_accumulation_steps=...)
+    result = accumulation.check_optimizer(optimizer, steps=None, learning_rate=5e-5)
+    assert result.passed, result.message
+
+
+def test_compiled_model_is_accepted(keras):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer=adamw(keras), loss="mse")
+    assert accumulation.check_optimizer(model).passed
+
+
+def test_no_accumulation_is_explained(keras):
+    result = accumulation.check_optimizer(adamw(keras, gradient_accumulation_steps=...))
+    assert not result.passed
+    assert "gradient_accumulation_steps: ожидалось 8, получено None" in result.message
+    assert "накопление градиентов не включено" in result.message
+
+
+def test_accumulation_in_lab_7_5_is_named(keras):
+    result = accumulation.check_optimizer(
+        adamw(keras, learning_rate=5e-5), steps=None, learning_rate=5e-5
+    )
+    assert not result.passed
+    assert "ожидалось None, получено 8" in result.message
+    assert "накопления градиентов нет" in result.message
+
+
+@pytest.mark.parametrize("rate", [1e-4, 5e-5])
+def test_unscaled_learning_rate_gets_the_scaling_rule(keras, rate):
+    result = accumulation.check_optimizer(adamw(keras, learning_rate=rate))
+    assert not result.passed
+    assert result.headline == "неверно задан параметр learning_rate."
+    literal = accumulation.literal(rate)
+    assert f"learning_rate: ожидалось 8e-4, получено {literal}" in result.message
+    assert "линейного масштабирования" in result.message and "1e-4 × 8 = 8e-4" in result.message
+
+
+def test_scaled_learning_rate_without_accumulation(keras):
+    optimizer = adamw(keras, gradient_accumulation_steps=...)
+    result = accumulation.check_optimizer(optimizer, steps=None, learning_rate=1e-4)
+    assert not result.passed
+    assert "получено 8e-4" in result.message and "×8" in result.message
+
+
+def test_learning_rate_compare_is_float_tolerant(keras):
+    optimizer = adamw(keras)
+    assert float(np.asarray(optimizer.learning_rate.value)) != 8e-4  # float32 в переменной
+    assert accumulation.check_optimizer(optimizer).passed
+
+
+def test_adam_is_not_adamw(keras):
+    result = accumulation.check_optimizer(keras.optimizers.Adam(learning_rate=8e-4))
+    assert not result.passed
+    assert "Adam, а нужен AdamW" in result.headline
+
+
+def test_sgd_is_not_adamw(keras):
+    result = accumulation.check_optimizer(keras.optimizers.SGD())
+    assert not result.passed and "SGD" in result.headline
+
+
+def test_wrong_beta_2_is_named(keras):
+    result = accumulation.check_optimizer(adamw(keras, beta_2=0.999))
+    assert not result.passed
+    assert result.headline == "неверно задан параметр beta_2."
+    assert "beta_2: ожидалось 0.95, получено 0.999" in result.message
+    assert "по умолчанию" in result.message
+
+
+def test_several_wrong_values_are_all_listed(keras):
+    optimizer = keras.optimizers.AdamW(learning_rate=8e-4, gradient_accumulation_steps=8)
+    result = accumulation.check_optimizer(optimizer)
+    assert not result.passed
+    for name in ("weight_decay", "beta_2", "epsilon", "clipnorm"):
+        assert name in result.headline
+    assert "epsilon: ожидалось 1e-6, получено 1e-7" in result.message
+    assert "clipnorm: ожидалось 0.5, получено None" in result.message
+
+
+def test_global_clipnorm_instead_of_clipnorm(keras):
+    result = accumulation.check_optimizer(adamw(keras, clipnorm=..., global_clipnorm=0.5))
+    assert not result.passed
+    assert "global_clipnorm" in result.message
+
+
+def test_schedule_is_named(keras):
+    schedule = keras.optimizers.schedules.ExponentialDecay(8e-4, 100, 0.9)
+    result = accumulation.check_optimizer(adamw(keras, learning_rate=schedule))
+    assert not result.passed and "расписание" in result.message
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        (None, "ещё не создан"),
+        (..., "ещё не создан"),
+        ("adamw", "строка 'adamw'"),
+        (object(), "объект типа object"),
+        (dict, "класс dict"),
+        (print, "функция print"),
+    ],
+)
+def test_bad_inputs_get_a_russian_verdict(keras, value, words):
+    result = accumulation.check_optimizer(value)
+    assert not result.passed
+    assert words in result.message
+
+
+def test_class_instead_of_instance(keras):
+    result = accumulation.check_optimizer(keras.optimizers.AdamW)
+    assert not result.passed and "класс AdamW" in result.headline
+
+
+def test_uncompiled_model(keras):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    result = accumulation.check_optimizer(model)
+    assert not result.passed and "не скомпилирована" in result.headline
+
+
+def test_strict_mode_raises(keras, monkeypatch):
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    with pytest.raises(CheckFailed, match="beta_2"):
+        accumulation.check_optimizer(adamw(keras, beta_2=0.9))
+
+
+# --------------------------------------------------------------------------- семантика Keras
+
+
+def dense_model(keras):
+    """Линейная модель без смещения с нулевыми весами: обновления легко посчитать."""
+    return keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")]
+    )
+
+
+@pytest.fixture(scope="module")
+def xy():
+    rng = np.random.default_rng(812)
+    return rng.normal(size=(16, 3)).astype("float32"), rng.normal(size=(16, 1)).astype("float32")
+
+
+def fit(keras, optimizer, x, y):
+    model = dense_model(keras)
+    model.compile(optimizer=optimizer, loss="mse")
+    model.fit(x, y, batch_size=1, epochs=1, shuffle=False, verbose=0)
+    return np.asarray(model.layers[0].kernel.value).ravel()
+
+
+def as_int(value):
+    """Число из переменной Keras (Variable.numpy() в Keras 3.15 шумит DeprecationWarning)."""
+    return int(np.asarray(getattr(value, "value", value)))
+
+
+def mse_gradient_at_zero(x, y):
+    """Градиент средней квадратичной ошибки по весам в нуле: −2·mean(x·y)."""
+    return -2 * np.mean(x * y, axis=0)
+
+
+def test_iterations_count_real_updates(keras, xy):
+    optimizer = adamw(keras)
+    fit(keras, optimizer, *xy)
+    assert as_int(optimizer.iterations) == 2  # 16 микробатчей по 1 / 8
+
+
+def test_accumulated_gradients_are_averaged_not_summed(keras, xy):
+    x, y = xy[0][:2], xy[1][:2]
+    optimizer = keras.optimizers.SGD(learning_rate=1.0, gradient_accumulation_steps=2)
+    weights = fit(keras, optimizer, x, y)
+    assert as_int(optimizer.iterations) == 1
+    np.testing.assert_allclose(weights, -mse_gradient_at_zero(x, y), rtol=1e-5)
+
+
+def test_clipnorm_applies_to_the_averaged_gradient(keras, xy):
+    x, y = xy[0][:2], xy[1][:2]
+    optimizer = keras.optimizers.SGD(
+        learning_rate=1.0, gradient_accumulation_steps=2, clipnorm=1e-3
+    )
+    weights = fit(keras, optimizer, x, y)
+    gradient = mse_gradient_at_zero(x, y)
+    np.testing.assert_allclose(weights, -1e-3 * gradient / np.linalg.norm(gradient), rtol=1e-4)
+
+
+def test_learning_rate_schedule_sees_micro_steps(keras, xy):
+    class FirstTwoSteps(keras.optimizers.schedules.LearningRateSchedule):
+        """Скорость 1 на шагах 0 и 1, дальше 0."""
+
+        def __call__(self, step):
+            return keras.ops.where(step < 2, 1.0, 0.0)
+
+    x, y = xy[0][:8], xy[1][:8]
+    optimizer = keras.optimizers.SGD(learning_rate=FirstTwoSteps(), gradient_accumulation_steps=2)
+    weights = fit(keras, optimizer, x, y)
+    assert as_int(optimizer.iterations) == 4
+    # Если бы расписание видело номера обновлений (0, 1, 2, 3), сработали бы два
+    # обновления; оно видит микрошаги (обновления на 1, 3, 5, 7) — сработало одно.
+    np.testing.assert_allclose(weights, -mse_gradient_at_zero(x[:2], y[:2]), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- демонстрация
+
+
+def test_accumulation_demo_matches_full_batch(keras):
+    start = time.perf_counter()
+    table, equal = accumulation.accumulation_demo()
+    assert time.perf_counter() - start < 5
+    assert equal is True
+    assert list(table.columns) == list(accumulation.DEMO_COLUMNS)
+    assert len(table) == 3 * 2 + 2  # ядро 3×2 и смещение 2
+    assert table[accumulation.COLUMN_DIFFERENCE].max() < 1e-6
+    np.testing.assert_allclose(
+        table[accumulation.COLUMN_FULL], table[accumulation.COLUMN_ACCUMULATED], atol=1e-6
+    )
+    # Один пример даёт заметно другой градиент: ради этого и нужен батч.
+    single = (table[accumulation.COLUMN_SINGLE] - table[accumulation.COLUMN_FULL]).abs()
+    assert single.max() > 0.1
+
+
+def test_accumulation_demo_is_deterministic(keras):
+    first, _ = accumulation.accumulation_demo()
+    second, _ = accumulation.accumulation_demo()
+    assert first.equals(second)
+
+
+def test_show_accumulation_demo_prints_a_russian_conclusion(keras, capsys):
+    assert accumulation.show_accumulation_demo() is None
+    out = capsys.readouterr().out
+    assert "Наибольшая разница" in out and "совпадает с градиентом батча из восьми" in out
+    assert "kernel[0, 0]" in out

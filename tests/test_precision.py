@@ -1,0 +1,229 @@
+"""Проверки лабораторной 7.5: веса в bfloat16 и LoRA на крошечной Gemma 3.
+
+Модели загружаются один раз на модуль. Зерно задаём ДО ``from_preset``: вызов
+``keras.utils.set_random_seed`` после создания токенизатора ломает ресурс
+SentencePiece в TensorFlow (см. tests/test_tiny_gemma.py).
+"""
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+from feedback import CheckFailed, precision
+from feedback.tiny_gemma import tiny_preset_path
+
+HEAVY_REASON = "нужны keras_hub и sentencepiece (pip install -e '.[gpu]')"
+
+
+# --------------------------------------------------------------------------- лёгкие тесты
+
+
+def test_import_is_light():
+    code = (
+        "import sys, feedback.precision\n"
+        "heavy = {'jax', 'keras', 'keras_hub', 'tensorflow', 'torch'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+class StubModel:
+    """Заглушка из тетрадки: обращение к модели падает."""
+
+    @property
+    def backbone(self):
+        raise NotImplementedError("Добавьте сюда свой код")
+
+
+class Crashing:
+    @property
+    def backbone(self):
+        raise RuntimeError("что-то сломалось")
+
+
+@pytest.mark.parametrize("check", [precision.check_bfloat16, precision.check_lora])
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        (None, "ещё не загружена"),
+        (..., "ещё не загружена"),
+        ("model", "строка 'model'"),
+        (StubModel(), "заглушка"),
+        (Crashing(), "RuntimeError"),
+        (42, "объект типа int"),
+        (precision, "объект типа module"),
+        (dict, "класс dict"),
+        ("bfloat16", "проверка сама найдёт"),
+        (print, "функция print"),
+    ],
+)
+def test_bad_inputs_get_a_russian_verdict(check, value, words):
+    result = check(value)
+    assert not result.passed
+    assert words in result.message
+    assert "Traceback" not in result.message
+
+
+def test_strict_mode_raises_check_failed(monkeypatch):
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    with pytest.raises(CheckFailed, match="ещё не загружена"):
+        precision.check_bfloat16(None)
+
+
+def test_parameter_counts_rejects_non_models():
+    with pytest.raises(TypeError, match="строка"):
+        precision.parameter_counts("model")
+
+
+# --------------------------------------------------------------------------- тяжёлые тесты
+
+
+@pytest.fixture(scope="module")
+def keras_hub():
+    pytest.importorskip("sentencepiece", reason=HEAVY_REASON)
+    return pytest.importorskip("keras_hub", reason=HEAVY_REASON)
+
+
+@pytest.fixture(scope="module")
+def load(keras_hub):
+    import keras
+
+    preset = tiny_preset_path()
+
+    def load_model(dtype):
+        keras.utils.set_random_seed(812)  # до from_preset, иначе fit потом падает
+        return keras_hub.models.Gemma3CausalLM.from_preset(preset, dtype=dtype)
+
+    return load_model
+
+
+@pytest.fixture(scope="module")
+def bf16_model(load):
+    return load("bfloat16")
+
+
+@pytest.fixture(scope="module")
+def float32_model(load):
+    return load("float32")
+
+
+@pytest.fixture(scope="module")
+def lora_model(load):
+    model = load("bfloat16")
+    model.backbone.enable_lora(rank=4)
+    return model
+
+
+def backbone_like(model, dtype):
+    """Ещё одна основная сеть той же архитектуры (без загрузки весов): быстро."""
+    config = dict(model.backbone.get_config(), dtype=dtype)
+    return type(model.backbone).from_config(config)
+
+
+def test_bf16_model_passes(bf16_model):
+    result = precision.check_bfloat16(bf16_model)
+    assert result.passed, result.message
+    assert "decoder_block_0" in result.message and "→ bfloat16" in result.message
+    assert "LoRA" not in result.message
+
+
+def test_bf16_backbone_is_accepted_too(bf16_model):
+    assert precision.check_bfloat16(bf16_model.backbone).passed
+
+
+def test_float32_model_fails_naming_float32(float32_model):
+    result = precision.check_bfloat16(float32_model)
+    assert not result.passed
+    assert "float32" in result.headline
+    assert "token_embedding/embeddings" in result.message  # пример переменной
+    assert 'dtype="bfloat16"' in result.message
+
+
+def test_mixed_precision_is_not_bf16_storage(bf16_model):
+    mixed = backbone_like(bf16_model, "mixed_bfloat16")
+    result = precision.check_bfloat16(mixed)
+    assert not result.passed
+    assert "float32" in result.headline and "mixed_bfloat16" in result.message
+
+
+def test_lora_float32_matrices_are_allowed_and_explained(lora_model):
+    assert {w.dtype for w in lora_model.trainable_weights} == {"float32"}
+    result = precision.check_bfloat16(lora_model)
+    assert result.passed, result.message
+    assert "Матрицы LoRA (8 шт." in result.message and "float32" in result.message
+
+
+def test_lab_path_reads_the_frozen_kernel_dtype(lora_model):
+    attention = lora_model.backbone.get_layer("decoder_block_0").attention
+    assert attention.query_dense.kernel.dtype == "bfloat16"  # W + A·B в типе слоя
+    assert precision._lab_kernel_dtype(lora_model.backbone) == "bfloat16"
+
+
+def test_parameter_counts(bf16_model, lora_model):
+    trainable, total = precision.parameter_counts(bf16_model)
+    assert trainable == total == bf16_model.count_params()
+    trainable, total = precision.parameter_counts(lora_model)
+    assert total == lora_model.count_params()
+    assert trainable == sum(math.prod(w.shape) for w in lora_model.trainable_weights)
+    assert 0 < trainable < total
+
+
+def test_lora_rank_4_passes(lora_model):
+    result = precision.check_lora(lora_model, rank=4)
+    assert result.passed, result.message
+    trainable, total = precision.parameter_counts(lora_model)
+    assert "Обучаемых параметров: 3328 из 110\u202f464" in result.message
+    assert (trainable, total) == (3328, 110_464)
+
+
+def test_no_lora_fails(bf16_model):
+    result = precision.check_lora(bf16_model)
+    assert not result.passed
+    assert "LoRA не включена" in result.headline
+    assert "enable_lora(rank=4)" in result.message
+
+
+def test_wrong_rank_is_named(bf16_model):
+    backbone = backbone_like(bf16_model, "bfloat16")
+    backbone.enable_lora(rank=8)
+    result = precision.check_lora(backbone, rank=4)
+    assert not result.passed
+    assert "ранг LoRA — 8, а нужен 4" in result.headline
+    assert precision.check_lora(backbone, rank=8).passed
+
+
+def test_lora_on_some_targets_only(bf16_model):
+    backbone = backbone_like(bf16_model, "bfloat16")
+    backbone.enable_lora(rank=4, target_layer_names=["query"])
+    result = precision.check_lora(backbone)
+    assert not result.passed
+    assert "не во всех слоях" in result.headline
+    assert "attention/value" in result.message
+
+
+def test_extra_trainable_layer_is_named(lora_model):
+    embedding = lora_model.backbone.get_layer("token_embedding")
+    embedding.trainable = True
+    try:
+        result = precision.check_lora(lora_model)
+    finally:
+        embedding.trainable = False
+    assert not result.passed
+    assert "другие веса" in result.headline
+    assert "token_embedding/embeddings" in result.message
+    assert precision.check_lora(lora_model).passed
+
+
+def test_frozen_lora_fails(bf16_model):
+    backbone = backbone_like(bf16_model, "bfloat16")
+    backbone.enable_lora(rank=4)
+    backbone.trainable = False
+    result = precision.check_lora(backbone)
+    assert not result.passed
+    assert "заморожены" in result.headline
