@@ -1,0 +1,375 @@
+"""Лабораторная 7.1: проверка генераций, формат длительности, помощники и сама тетрадка.
+
+Лёгкие тесты не импортируют keras. Тяжёлые (загрузка крошечной Gemma, генерация,
+прогон тетрадок) пропускаются без keras_hub и sentencepiece (extra ``gpu``).
+Бэкенд Keras — JAX: его надо выбрать до первого импорта keras.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+from feedback import CheckFailed, generation
+
+from notebook_runner import ROOT, graded_cells, outputs_text, run_notebook
+
+LAB = "lab_7_1_compare_models"
+SOURCE = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
+HEAVY_REASON = "нужны keras_hub и sentencepiece (pip install -e '.[gpu]')"
+PROMPTS = list(generation.PROMPTS)
+
+
+def good_generations():
+    return [f"{prompt} and then something else." for prompt in PROMPTS]
+
+
+def shown(result) -> str:
+    return str(result)
+
+
+# --------------------------------------------------------------------------- запросы
+
+
+def test_prompts_are_verbatim():
+    assert len(PROMPTS) == 10
+    assert PROMPTS[0] == "The tallest mountain in Africa is"
+    assert PROMPTS[7] == "The Maasai ethnic group originate from "  # пробел в конце
+    assert PROMPTS[8] == "The African proverb 'A roaring lion kills no game' means"
+    assert PROMPTS[9] == "Braai is"
+    assert generation.JIDE_PROMPT == "Jide was hungry so she went looking for"
+    assert generation.MODEL_PRESETS == {"Gemma-1B": "gemma3_1b", "Gemma-4B": "gemma3_4b_text"}
+
+
+# --------------------------------------------------------------------------- проверка
+
+
+def test_right_generations_pass():
+    result = generation.check_generations(good_generations(), generation.PROMPTS)
+    assert result.passed, shown(result)
+    assert "10 генераций" in result.headline
+
+
+def test_tuple_and_trimmed_trailing_space_pass():
+    items = good_generations()
+    items[7] = "The Maasai ethnic group originate from Kenya and Tanzania."
+    assert generation.check_generations(tuple(items)).passed
+
+
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        (..., "ещё не заполнен"),
+        (None, "None"),
+        ("The tallest mountain in Africa is Kilimanjaro.", "одна строка"),
+        ({"a": "b"}, "dict"),
+        (42, "int"),
+        ([], "ещё не реализована"),
+    ],
+)
+def test_not_a_list_gets_a_verdict(value, phrase):
+    result = generation.check_generations(value, generation.PROMPTS)
+    assert not result.passed
+    assert phrase in result.message, shown(result)
+
+
+def test_nine_items_name_the_count():
+    result = generation.check_generations(good_generations()[:9])
+    assert not result.passed
+    assert "9 генераций" in result.headline and "запросов 10" in result.headline
+
+
+def test_twenty_items_hint_at_rerun():
+    result = generation.check_generations(good_generations() * 2)
+    assert not result.passed
+    assert "20 генераций" in result.headline
+    assert "несколько раз" in result.message
+
+
+def test_empty_string_is_named_by_number():
+    items = good_generations()
+    items[3] = "   "
+    result = generation.check_generations(items)
+    assert not result.passed
+    assert "Генерация №4 — пустая строка." in result.details
+
+
+def test_generation_not_continuing_its_prompt():
+    items = good_generations()
+    items[2] = "Ethiopia, in the highlands of Kaffa."  # запрос отрезан (strip_prompt=True)
+    result = generation.check_generations(items)
+    assert not result.passed
+    message = result.message
+    assert "Генерация №3 не начинается со своего запроса" in message
+    assert "«Ethiopia, in the highlands of Kaffa.»" in message
+    assert "strip_prompt" in message
+
+
+def test_same_prompt_every_time_is_reported():
+    items = [f"{PROMPTS[0]} Kilimanjaro."] * 10
+    result = generation.check_generations(items)
+    assert not result.passed
+    assert "Генерация №2 начинается с запроса №1" in result.message
+
+
+def test_swapped_order_is_reported():
+    items = good_generations()
+    items[0], items[1] = items[1], items[0]
+    result = generation.check_generations(items)
+    assert not result.passed
+    assert "Генерация №1 начинается с запроса №2" in result.message
+
+
+def test_non_string_items():
+    items = good_generations()
+    items[4] = items[4].encode()
+    items[5] = [items[5]]
+    result = generation.check_generations(items)
+    assert not result.passed
+    assert "Генерация №5 — не строка, а объект типа bytes" in result.message
+    assert "Генерация №6 — не строка, а объект типа list" in result.message
+
+
+def test_bare_prompts_fail_but_one_bare_prompt_passes_with_a_note():
+    assert not generation.check_generations(list(PROMPTS)).passed
+    items = good_generations()
+    items[9] = PROMPTS[9]
+    result = generation.check_generations(items)
+    assert result.passed
+    assert any("№ 10" in line for line in result.details)
+
+
+def test_strict_mode_raises(monkeypatch):
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    with pytest.raises(CheckFailed, match="пуст"):
+        generation.check_generations([])
+    assert generation.check_generations(good_generations()).passed
+
+
+def test_check_never_raises_on_odd_input():
+    class Weird(list):
+        def __iter__(self):
+            raise RuntimeError("boom")
+
+    result = generation.check_generations(Weird(["x"] * 10))
+    assert not result.passed
+    assert "Traceback" not in result.message
+
+
+# --------------------------------------------------------------------------- время
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"),
+    [
+        (0, "Duration: 0.00 seconds"),
+        (12_340_000_000, "Duration: 12.34 seconds"),
+        (59_990_000_000, "Duration: 59.99 seconds"),
+        (59_999_000_000, "Duration: 1 minutes 0.00 seconds"),
+        (60_000_000_000, "Duration: 1 minutes 0.00 seconds"),
+        (83_456_000_000, "Duration: 1 minutes 23.46 seconds"),
+        (725_500_000_000, "Duration: 12 minutes 5.50 seconds"),
+    ],
+)
+def test_format_duration_is_verbatim(ns, text):
+    assert generation.format_duration(ns) == text
+
+
+def test_timer_separates_first_call():
+    timer = generation.GenerationTimer(name="Gemma-1B")
+    timer.record("a", "a b", 24.0, 10, compiled=True)
+    timer.record("a", "a b", 0.5, 10)
+    timer.record("a", "a b", 0.3, 8)
+    assert timer.first_call_seconds == 24.0
+    assert timer.rest_mean_seconds == pytest.approx(0.4)
+    assert timer.tokens_per_second == pytest.approx([10 / 24, 20, 8 / 0.3])
+    assert timer.warm_tokens_per_second == pytest.approx(18 / 0.8)
+    summary = timer.summary()
+    assert "первый вызов — 24 с" in summary and "компилировал" in summary
+    assert "в 60 раз" in summary
+    assert "<table>" in timer._repr_html_()
+    assert "вызовов ещё не было" in generation.GenerationTimer().summary()
+
+
+def test_plot_durations(monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    assert generation.plot_durations({"Gemma-1B": None, "Gemma-4B": ...}) is None
+    assert "График появится" in capsys.readouterr().out
+    figure = generation.plot_durations({"Gemma-1B": 40e9, "Gemma-4B": 100e9})
+    left, right = figure.axes
+    assert [bar.get_height() for bar in left.patches] == pytest.approx([40, 100])
+    assert [bar.get_height() for bar in right.patches] == pytest.approx([12.5, 5])
+
+
+def test_side_by_side_escapes_and_tolerates_missing():
+    gens_1b = [f"{prompt} <script>alert(1)</script>\x07" for prompt in PROMPTS]
+    page = generation.side_by_side_html(PROMPTS, gens_1b, [])
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "\x07" not in page
+    assert page.count("<tr>") == 11
+    assert "Gemma-4B" in page and "Пока не хватает генераций" in page
+
+
+def test_unknown_model_name():
+    with pytest.raises(ValueError, match="Gemma-1B"):
+        generation.load_model("Gemma-2B")
+
+
+def test_import_is_light():
+    code = (
+        "import sys, feedback.generation; "
+        "print(sorted(m for m in ('jax', 'keras', 'keras_hub', 'tensorflow', 'torch', "
+        "'matplotlib') if m in sys.modules))"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "KERAS_BACKEND"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- модель
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    pytest.importorskip("sentencepiece", reason=HEAVY_REASON)
+    pytest.importorskip("keras_hub", reason=HEAVY_REASON)
+    import keras
+
+    saved = os.environ.get("COURSE7_TINY")
+    os.environ["COURSE7_TINY"] = "1"
+    printed = io.StringIO()
+    try:
+        keras.utils.set_random_seed(812)
+        with contextlib.redirect_stdout(printed):
+            model = generation.load_model("Gemma-1B")
+    finally:
+        if saved is None:
+            os.environ.pop("COURSE7_TINY", None)
+        else:
+            os.environ["COURSE7_TINY"] = saved
+    model.printed = printed.getvalue()
+    return model
+
+
+def test_load_model_in_tiny_mode_says_bfloat16(tiny_model):
+    assert tiny_model.backbone.dtype_policy.name == "bfloat16"
+    printed = tiny_model.printed
+    assert "Учебный режим" in printed and "gemma3_1b" in printed
+    line = printed.strip().splitlines()[-1]
+    assert line.startswith("Gemma-1B (") and "bfloat16" in line and "7.3" in line
+
+
+def test_generate_returns_text_starting_with_prompt(tiny_model):
+    prompt = PROMPTS[7]
+    text = generation.generate(tiny_model, prompt, max_new_tokens=12)
+    assert isinstance(text, str) and text.startswith(prompt)
+    assert text == generation.generate(tiny_model, prompt, max_new_tokens=12)  # жадная
+
+
+def test_new_tokens_are_limited_and_compilation_is_reused(tiny_model):
+    text, new_tokens, _ = generation._generate(tiny_model, PROMPTS[0], 7, True)
+    assert 0 < new_tokens <= 7
+    _, _, compiled_again = generation._generate(tiny_model, PROMPTS[0], 7, True)
+    assert not compiled_again
+    prompts = [PROMPTS[0], PROMPTS[2]]  # одна длина после округления — одна компиляция
+    timer = generation.timed_generations(tiny_model, prompts, max_new_tokens=7, name="tiny")
+    assert timer.texts[0] == text
+    assert timer.compiled == [False, False]
+    assert len(timer.seconds) == 2 and all(s > 0 for s in timer.seconds)
+    assert generation.check_generations(timer.texts, prompts).passed
+
+
+def test_sampled_generation_also_continues_the_prompt(tiny_model):
+    text = generation.generate(tiny_model, PROMPTS[9], max_new_tokens=5, greedy=False)
+    assert text.startswith(PROMPTS[9])
+
+
+# --------------------------------------------------------------------------- тетрадки
+
+
+@pytest.fixture(scope="module")
+def tiny_env():
+    pytest.importorskip("sentencepiece", reason=HEAVY_REASON)
+    pytest.importorskip("keras_hub", reason=HEAVY_REASON)
+    saved = {key: os.environ.get(key) for key in ("COURSE7_TINY", "FEEDBACK_STRICT")}
+    os.environ["COURSE7_TINY"] = "1"
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def student_notebook(tmp_path_factory):
+    """Тетрадка учащегося, выпущенная nbgrader'ом из solutions/ во временную папку."""
+    release_dir = tmp_path_factory.mktemp("release")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "generate_assignment",
+            LAB,
+            "--force",
+            "--no-db",
+            "--log-level=WARN",
+            f"--CourseDirectory.release_directory={release_dir}",
+        ],
+        cwd=ROOT,
+        check=True,
+    )
+    return Path(release_dir) / LAB / f"{LAB}.ipynb"
+
+
+def test_student_notebook_has_stubs_and_no_hidden_tests(student_notebook):
+    text = student_notebook.read_text(encoding="utf-8")
+    assert "HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
+    assert "NotImplementedError" not in text
+    assert "# Добавьте сюда свой код" in text
+    assert "course7-feedback[gpu]" in text
+
+
+@pytest.mark.slow
+def test_student_notebook_runs_with_russian_verdicts(student_notebook, tiny_env):
+    os.environ.pop("FEEDBACK_STRICT", None)
+    nb = run_notebook(student_notebook)
+    errors = [
+        outputs_text(cell)
+        for cell in nb.cells
+        if any(output.output_type == "error" for output in cell.get("outputs", []))
+    ]
+    assert errors == []
+    checks = graded_cells(nb)
+    assert len(checks) == 2
+    for cell in checks:
+        text = outputs_text(cell)
+        assert "course7-check" in text and "data-passed='false'" in text, cell.source
+        assert "ещё не реализована" in text  # как у остальных лабораторных
+    for cell in nb.cells:
+        assert "Traceback" not in outputs_text(cell)
+
+
+@pytest.mark.slow
+def test_solution_notebook_passes_in_strict_mode(tiny_env):
+    nb = run_notebook(SOURCE, strict=True)
+    errors = [
+        outputs_text(cell)
+        for cell in nb.cells
+        if any(output.output_type == "error" for output in cell.get("outputs", []))
+    ]
+    assert errors == []
+    for cell in graded_cells(nb):
+        assert "data-passed='true'" in outputs_text(cell), cell.source
