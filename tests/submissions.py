@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import copy
+import csv
 import json
 import re
 from pathlib import Path
@@ -63,3 +64,23 @@ def write_submission(root: Path, student: str, lab: str, nb: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(nb, ensure_ascii=False, indent=1), encoding="utf-8")
     return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def task_scores(work: Path) -> dict[tuple[str, str], float]:
+    """Баллы автопроверки из grades_by_task.csv: (студент, задание) → балл."""
+    return {
+        (row["student_id"], row["grade_id"]): float(row["auto_score"] or 0)
+        for row in read_csv(work / "grades_by_task.csv")
+        if row["grade_id"].startswith("check_")
+    }
+
+
+def report(work: Path, student: str, lab: str) -> str:
+    """HTML-отчёт nbgrader для учащегося."""
+    path = work / "feedback_reports" / student / lab / f"{lab}.html"
+    return path.read_text(encoding="utf-8")
