@@ -125,6 +125,29 @@ def probe(python: Path, name: str, timeout: int = 600) -> dict:
 # --- тесты ------------------------------------------------------------------------------
 
 
+def test_base_install_changes_nothing_colab_ships(colab_python):
+    """Первая ячейка ставит пакет с зависимостями: в Colab он не должен ничего менять."""
+    done = run(
+        [
+            str(colab_python),
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--report",
+            "-",
+            "--disable-pip-version-check",
+            str(ROOT),
+        ],
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    would_install = sorted(item["metadata"]["name"] for item in report["install"])
+    assert would_install == ["course7-feedback"]
+
+
 def test_versions_are_those_of_colab(colab_python):
     found = probe(colab_python, "versions")
     for where in ("interpreter", "kernel"):
