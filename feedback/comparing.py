@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.calling import as_number, call_learner, describe_case
-from feedback.formatting import format_number, format_pair
+from feedback.formatting import format_number, format_pair, plural
 from feedback.result import CheckResult, failed, passed
 
 Formula = Callable[..., float]
@@ -25,17 +25,6 @@ class Mistake:
 
     formula: Formula
     hint: str
-
-
-def plural(count: int, one: str, few: str, many: str) -> str:
-    """Русское множественное число: 1 случай, 2 случая, 5 случаев."""
-    if count % 10 == 1 and count % 100 != 11:
-        word = one
-    elif 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
-        word = few
-    else:
-        word = many
-    return f"{count} {word}"
 
 
 def is_close(got: float, expected: float, rel_tol: float) -> bool:

@@ -29,16 +29,23 @@ def describe_duration(seconds: float) -> str:
     return f"≈ {format_plain(seconds, 1)} с"
 
 
-def flops_summary_html(log_param_count: int, log_num_tokens: int, compute_fn: Callable) -> str:
-    """HTML-строка: P, N, FLOPs по функции учащегося и время на одной видеокарте."""
-    case = {"param_count": 10.0**log_param_count, "num_tokens": 10.0**log_num_tokens}
+def _learner_flops(compute_fn: Callable, case: dict[str, float]) -> float | str:
+    """FLOPs из функции учащегося или HTML с русским вердиктом, если она не готова."""
     try:
-        flops = as_number(call_learner(compute_fn, case), case)
+        return as_number(call_learner(compute_fn, case), case)
     except LearnerProblem as problem:
         return (
             "<div class='course7-flops' style='color:#a12622'>"
             f"compute_num_flops: {html.escape(problem.headline)}</div>"
         )
+
+
+def flops_summary_html(log_param_count: int, log_num_tokens: int, compute_fn: Callable) -> str:
+    """HTML-строка: P, N, FLOPs по функции учащегося и время на одной видеокарте."""
+    case = {"param_count": 10.0**log_param_count, "num_tokens": 10.0**log_num_tokens}
+    flops = _learner_flops(compute_fn, case)
+    if isinstance(flops, str):
+        return flops
     seconds = flops / USEFUL_FLOPS_PER_SECOND
     return (
         "<div class='course7-flops' style='font-size:1.1em'>"
@@ -59,13 +66,9 @@ def training_time_html(
 ) -> str:
     """Время обучения на одной и на четырёх картах по FLOPs из функции учащегося."""
     case = {"param_count": param_count, "num_tokens": num_tokens}
-    try:
-        flops = as_number(call_learner(compute_fn, case), case)
-    except LearnerProblem as problem:
-        return (
-            "<div class='course7-flops' style='color:#a12622'>"
-            f"compute_num_flops: {html.escape(problem.headline)}</div>"
-        )
+    flops = _learner_flops(compute_fn, case)
+    if isinstance(flops, str):
+        return flops
     seconds = flops / flops_per_second
     return (
         "<div class='course7-flops'>"

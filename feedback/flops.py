@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from feedback.calling import LearnerProblem, as_number, guarded_check
-from feedback.comparing import Mistake, check_numeric_function, is_close, named_cases, plural
-from feedback.formatting import format_flops, format_number, format_pair
+from feedback.comparing import Mistake, check_numeric_function, is_close, named_cases
+from feedback.formatting import format_flops, format_number, format_pair, plural
 from feedback.result import CheckResult, failed, passed
 
 #: Сценарии задания 2: название (как в таблице), параметры P, токены N.

@@ -115,6 +115,17 @@ def format_number(value: float, digits: int = 3) -> str:
     return format_significant(value, digits)
 
 
+def plural(count: int, one: str, few: str, many: str) -> str:
+    """Число со словом в нужной форме: «1 случай», «3 случая», «110 464 параметров»."""
+    if count % 10 == 1 and count % 100 != 11:
+        word = one
+    elif 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
+        word = few
+    else:
+        word = many
+    return f"{format_number(count)} {word}"
+
+
 def format_flops(flops: float, digits: int = 3) -> str:
     """Число операций: ``1.8e14 → "1,8·10¹⁴ FLOPs (180 трлн)"``."""
     if (text := _not_a_number(flops)) is not None:

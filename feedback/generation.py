@@ -24,8 +24,7 @@ from typing import Any
 
 from feedback import runtime
 from feedback.calling import LearnerProblem, guarded_check
-from feedback.comparing import plural
-from feedback.formatting import format_number, format_plain
+from feedback.formatting import format_number, format_plain, plural
 from feedback.result import CheckResult, failed, passed
 
 #: Имена моделей в курсе → пресеты Keras Hub 0.32 (предобученные, не инструктивные).

@@ -16,24 +16,14 @@ import time
 from dataclasses import dataclass
 
 from feedback.formatting import bytes_to_gb, format_gib, format_number, format_plain
+from feedback.tiny_gemma import BACKBONE_CONFIG
 
-#: Конфигурации Gemma 3 (текстовые) для keras_hub.models.Gemma3Backbone.
-_COMMON = {
-    "image_size": 896,
-    "query_head_dim_normalize": True,
-    "use_query_key_norm": True,
-    "use_post_ffw_norm": True,
-    "use_post_attention_norm": True,
-    "attention_logit_soft_cap": None,
-    "final_logit_soft_cap": None,
-    "use_sliding_window_attention": True,
-    "local_rope_scaling_factor": 1.0,
-    "vision_encoder": None,
-    "layer_norm_epsilon": 1e-6,
-}
+#: Конфигурации Gemma 3 (текстовые) для keras_hub.models.Gemma3Backbone. Переключатели
+#: архитектуры (нормы, скользящее окно, GQA) — те же, что у крошечной модели курса.
 CONFIGS = {
+    "tiny": BACKBONE_CONFIG,
     "4b": {
-        **_COMMON,
+        **BACKBONE_CONFIG,
         "vocabulary_size": 262_144,
         "num_layers": 34,
         "num_query_heads": 8,
@@ -41,11 +31,9 @@ CONFIGS = {
         "hidden_dim": 2560,
         "intermediate_dim": 10_240,
         "head_dim": 256,
-        "sliding_window_size": 1024,
-        "global_rope_scaling_factor": 8.0,
     },
     "1b": {
-        **_COMMON,
+        **BACKBONE_CONFIG,
         "vocabulary_size": 262_144,
         "num_layers": 26,
         "num_query_heads": 4,
@@ -55,18 +43,6 @@ CONFIGS = {
         "head_dim": 256,
         "sliding_window_size": 512,
         "global_rope_scaling_factor": 1.0,
-    },
-    "tiny": {
-        **_COMMON,
-        "vocabulary_size": 512,
-        "num_layers": 2,
-        "num_query_heads": 4,
-        "num_key_value_heads": 2,
-        "hidden_dim": 64,
-        "intermediate_dim": 128,
-        "head_dim": 16,
-        "sliding_window_size": 1024,
-        "global_rope_scaling_factor": 8.0,
     },
 }
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from feedback.calling import LearnerProblem, guarded_check
-from feedback.formatting import format_gib, format_number, format_significant
+from feedback.formatting import format_gib, format_number, format_significant, plural
 from feedback.result import CheckResult, failed, passed
 
 #: Слой и атрибут, которые смотрит учащийся в задании 1 лабораторной 7.5.
@@ -198,17 +198,6 @@ def parameter_counts(model: Any) -> tuple[int, int]:
 _PARAMETERS = ("параметр", "параметра", "параметров")
 
 
-def counted(count: int, one: str, few: str, many: str) -> str:
-    """«1 параметр», «3 параметра», «110 464 параметров» — с русским разделителем тысяч."""
-    if count % 10 == 1 and count % 100 != 11:
-        word = one
-    elif 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
-        word = few
-    else:
-        word = many
-    return f"{format_number(count)} {word}"
-
-
 def _share(part: int, whole: int) -> str:
     if not whole:
         return "0 %"
@@ -305,14 +294,14 @@ def check_bfloat16(model: Any) -> CheckResult:
         return failed(title, f"веса хранятся в {found_text}, а не в bfloat16.", *details)
 
     details.append(
-        f"Веса основной сети: {counted(sum(_size(v) for v in main), *_PARAMETERS)} × "
+        f"Веса основной сети: {plural(sum(_size(v) for v in main), *_PARAMETERS)} × "
         f"2 байта ≈ {format_gib(_memory(main) / 1024**3)}."
     )
     if lora:
         lora_types = ", ".join(sorted({_dtype_name(v.dtype) for v in lora}))
         details.append(
             f"Матрицы LoRA ({format_number(len(lora))} шт., "
-            f"{counted(sum(_size(v) for v in lora), *_PARAMETERS)}) хранятся в "
+            f"{plural(sum(_size(v) for v in lora), *_PARAMETERS)}) хранятся в "
             f"{lora_types} — так задумано в Keras: маленькие обучаемые матрицы держат в "
             "полной точности, чтобы небольшие обновления не терялись при округлении."
         )
@@ -400,7 +389,7 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
         return failed(
             title,
             "LoRA включена не во всех слоях внимания.",
-            f"Без адаптеров: {counted(len(missing), 'слой', 'слоя', 'слоёв')}, например: "
+            f"Без адаптеров: {plural(len(missing), 'слой', 'слоя', 'слоёв')}, например: "
             + ", ".join(_layer_path(layer) for layer in missing[:SHOWN_PATHS])
             + ".",
             f"Подсказка: вызовите model.backbone.enable_lora(rank={rank}) без "
@@ -415,7 +404,7 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
             title,
             "кроме матриц LoRA обучаются и другие веса.",
             f"Лишних обучаемых переменных: {format_number(len(extra))} "
-            f"({counted(extra_params, *_PARAMETERS)}), например: {_list_paths(extra)}.",
+            f"({plural(extra_params, *_PARAMETERS)}), например: {_list_paths(extra)}.",
             counts,
             "Подсказка: enable_lora замораживает всю модель, кроме адаптеров. Похоже, "
             "какой-то слой потом снова сделали обучаемым (layer.trainable = True или "
@@ -436,7 +425,7 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
 
     return passed(
         title,
-        f"LoRA ранга {rank} включена в {counted(len(lora_layers), 'слое', 'слоях', 'слоях')}; "
+        f"LoRA ранга {rank} включена в {plural(len(lora_layers), 'слое', 'слоях', 'слоях')}; "
         "обучаются только её матрицы.",
         counts,
         "Слои с адаптерами, например: "

@@ -72,3 +72,20 @@ def test_display_memory_shows_table_with_total(capsys):
 )
 def test_formatters_never_fail_on_non_numbers(formatter, value, text):
     assert formatter(value) == text
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [
+        (1, "1 случай"),
+        (3, "3 случая"),
+        (5, "5 случаев"),
+        (11, "11 случаев"),
+        (21, "21 случай"),
+        (110_464, "110\u202f464 случая"),
+    ],
+)
+def test_plural_picks_the_russian_form(count, text):
+    from feedback.formatting import plural
+
+    assert plural(count, "случай", "случая", "случаев") == text
