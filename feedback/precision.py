@@ -162,22 +162,14 @@ def resolve_backbone(model: Any) -> Any:
     return backbone
 
 
-def _all_weights(model: Any) -> list[Any]:
+def _weights(model: Any, attribute: str = "weights") -> list[Any]:
+    """Переменные модели (``weights`` или ``trainable_weights``) без повторов."""
     backbone = resolve_backbone(model)
     owner = model if hasattr(model, "backbone") else backbone
     try:
-        return _unique(owner.weights)
+        return _unique(getattr(owner, attribute))
     except Exception:
-        return _unique(backbone.weights)
-
-
-def _trainable_weights(model: Any) -> list[Any]:
-    backbone = resolve_backbone(model)
-    owner = model if hasattr(model, "backbone") else backbone
-    try:
-        return _unique(owner.trainable_weights)
-    except Exception:
-        return _unique(backbone.trainable_weights)
+        return _unique(getattr(backbone, attribute))
 
 
 def parameter_counts(model: Any) -> tuple[int, int]:
@@ -188,8 +180,8 @@ def parameter_counts(model: Any) -> tuple[int, int]:
     ``backbone``; на что-то другое отвечает ``TypeError`` с русским текстом.
     """
     try:
-        total = sum(_size(variable) for variable in _all_weights(model))
-        trainable = sum(_size(variable) for variable in _trainable_weights(model))
+        total = sum(_size(variable) for variable in _weights(model))
+        trainable = sum(_size(variable) for variable in _weights(model, "trainable_weights"))
     except LearnerProblem as problem:
         raise TypeError(problem.headline) from None
     return trainable, total
@@ -396,7 +388,7 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
             "target_layer_names — Keras Hub сам выберет слои query и value.",
         )
 
-    trainable = _trainable_weights(model)
+    trainable = _weights(model, "trainable_weights")
     extra = [variable for variable in trainable if not _is_lora(variable)]
     if extra:
         extra_params = sum(_size(variable) for variable in extra)
