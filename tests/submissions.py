@@ -84,3 +84,37 @@ def report(work: Path, student: str, lab: str) -> str:
     """HTML-отчёт nbgrader для учащегося."""
     path = work / "feedback_reports" / student / lab / f"{lab}.html"
     return path.read_text(encoding="utf-8")
+
+
+def grade_all(work: Path, folder: Path, submissions: dict, env: dict[str, str | None]) -> Path:
+    """Раскладывает работы в ``folder`` и оценивает их в ``work`` одной командой курса.
+
+    ``submissions``: студент → (лабораторная, тетрадка, ожидаемые баллы); ``env`` —
+    переменные окружения на время оценивания (None — убрать переменную).
+    """
+    import pytest
+
+    from feedback.teacher import grade as grading
+
+    for student, (lab, nb, _) in submissions.items():
+        write_submission(folder, student, lab, nb)
+    patch = pytest.MonkeyPatch()
+    patch.setenv("COURSE7_GRADING_DIR", str(work))
+    for name, value in env.items():
+        if value is None:
+            patch.delenv(name, raising=False)
+        else:
+            patch.setenv(name, value)
+    try:
+        grading.grade(folder)
+    finally:
+        patch.undo()
+    return work
+
+
+def assert_expected_points(work: Path, submissions: dict) -> None:
+    """Каждое задание каждой работы получило ожидаемые баллы автопроверки."""
+    got = task_scores(work)
+    for student, (_, _, expected) in submissions.items():
+        for grade_id, points in expected.items():
+            assert got[(student, grade_id)] == points, (student, grade_id)

@@ -19,12 +19,13 @@ from feedback.teacher import grade as grading
 
 from notebook_runner import ROOT
 from submissions import (
+    assert_expected_points,
     delete_cell,
+    grade_all,
     read_csv,
     report,
     student_notebook,
     submission,
-    task_scores,
     write_submission,
 )
 
@@ -161,25 +162,16 @@ for task, source in MEMORY_MISTAKES.items():
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    work = tmp_path_factory.mktemp("grading")
-    folder = tmp_path_factory.mktemp("submissions")
-    for student, (lab, nb, _) in SUBMISSIONS.items():
-        write_submission(folder, student, lab, nb)
-    patch = pytest.MonkeyPatch()
-    patch.setenv("COURSE7_GRADING_DIR", str(work))
-    patch.setenv("COURSE7_CELL_TIMEOUT", "15")
-    try:
-        grading.grade(folder)
-    finally:
-        patch.undo()
-    return work
+    return grade_all(
+        tmp_path_factory.mktemp("grading"),
+        tmp_path_factory.mktemp("submissions"),
+        SUBMISSIONS,
+        {"COURSE7_CELL_TIMEOUT": "15"},
+    )
 
 
 def test_every_task_gets_the_expected_autograde_points(graded):
-    got = task_scores(graded)
-    for student, (_, _, expected) in SUBMISSIONS.items():
-        for grade_id, points in expected.items():
-            assert got[(student, grade_id)] == points, (student, grade_id)
+    assert_expected_points(graded, SUBMISSIONS)
 
 
 def test_grades_csv_totals_autograded_points(graded):

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from feedback.teacher import grade as grading
-
-from submissions import report, student_notebook, submission, task_scores, write_submission
+from submissions import (
+    assert_expected_points,
+    grade_all,
+    report,
+    student_notebook,
+    submission,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -80,25 +84,16 @@ SUBMISSIONS = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    work = tmp_path_factory.mktemp("grading_gpu")
-    folder = tmp_path_factory.mktemp("submissions_gpu")
-    for student, (lab, nb, _) in SUBMISSIONS.items():
-        write_submission(folder, student, lab, nb)
-    patch = pytest.MonkeyPatch()
-    patch.setenv("COURSE7_GRADING_DIR", str(work))
-    patch.delenv("COURSE7_TINY", raising=False)  # оценивание само включает крошечный режим
-    try:
-        grading.grade(folder)
-    finally:
-        patch.undo()
-    return work
+    return grade_all(
+        tmp_path_factory.mktemp("grading_gpu"),
+        tmp_path_factory.mktemp("submissions_gpu"),
+        SUBMISSIONS,
+        {"COURSE7_TINY": None},  # оценивание само включает крошечный режим
+    )
 
 
 def test_gpu_labs_get_the_expected_points(graded):
-    got = task_scores(graded)
-    for student, (_, _, expected) in SUBMISSIONS.items():
-        for grade_id, points in expected.items():
-            assert got[(student, grade_id)] == points, (student, grade_id)
+    assert_expected_points(graded, SUBMISSIONS)
 
 
 def test_gpu_reports_name_the_mistake_in_russian(graded):
