@@ -6,8 +6,6 @@ Gemma 3 одну эпоху с монитором. Зерно задаём ДО 
 """
 
 import os
-import subprocess
-import sys
 
 import matplotlib
 import pytest
@@ -25,15 +23,9 @@ KERAS_REASON = "нужен keras с бэкендом JAX (pip install -e '.[tiny
 # --------------------------------------------------------------------------- лёгкие тесты
 
 
-def test_import_is_light():
-    code = (
-        "import sys, feedback.monitor\n"
-        "heavy = {'jax', 'keras', 'keras_hub', 'tensorflow', 'torch'}\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
-        "print('GenerationMonitor' in dir(feedback.monitor))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["[]", "True"]
+def test_monitor_class_is_listed_without_building_it():
+    """Класс виден в dir(), но сам модуль keras не импортирует (см. test_environment)."""
+    assert "GenerationMonitor" in dir(monitor)
 
 
 def test_lab_prompts_are_wrapped_questions():
