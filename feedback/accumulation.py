@@ -23,8 +23,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from feedback.calling import LearnerProblem, guarded_check
+from feedback.calling import LearnerProblem
 from feedback.formatting import format_plain, format_scientific, format_significant
+from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
 
 SEED = 812
@@ -245,24 +246,45 @@ def _accumulation_hint(got: Any, steps: int | None) -> str:
     )
 
 
-@guarded_check("Оптимизатор AdamW")
-def check_optimizer(
-    optimizer: Any, steps: int | None = 8, learning_rate: float = 8e-4
-) -> CheckResult:
-    """Сверяет оптимизатор с гиперпараметрами лабораторной.
+def _plain(value: Any) -> Any:
+    """Гиперпараметр как число JSON (переменные и тензоры — через float)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    try:
+        return float(getattr(value, "value", value))
+    except (TypeError, ValueError):
+        return repr(value)[:60]
 
-    Нужен ``keras.optimizers.AdamW`` с ``weight_decay=0.01``, ``beta_1=0.9``,
-    ``beta_2=0.95``, ``epsilon=1e-6``, ``clipnorm=0.5``, скоростью обучения
-    ``learning_rate`` и ``gradient_accumulation_steps == steps``. ``steps=None`` —
-    накопления быть не должно (лабораторная 7.5: ``steps=None, learning_rate=5e-5``;
-    задание 1 лабораторной 7.6: ``steps=None, learning_rate=1e-4``). Каждое неверное
-    значение называется с ожидаемым и полученным.
-    """
-    title = "Оптимизатор AdamW"
+
+def optimizer_facts(
+    optimizer: Any, steps: int | None = 8, learning_rate: float = 8e-4
+) -> dict[str, Any]:
+    """Наблюдение для проверки оптимизатора: класс и все гиперпараметры задания."""
     optimizer = _resolve_optimizer(optimizer)
     adamw = _keras_class("AdamW")
-    if not isinstance(optimizer, adamw):
-        name = type(optimizer).__name__
+    facts: dict[str, Any] = {
+        "class": type(optimizer).__name__,
+        "adamw": adamw is not None and isinstance(optimizer, adamw),
+    }
+    if not facts["adamw"]:
+        return facts
+    facts["learning_rate"] = _learning_rate(optimizer)
+    for name in (*LAB_HYPERPARAMETERS, "global_clipnorm", "clipvalue"):
+        got = getattr(optimizer, name, None)
+        facts[name] = _plain(got() if callable(got) else got)
+    facts["gradient_accumulation_steps"] = _plain(
+        getattr(optimizer, "gradient_accumulation_steps", None)
+    )
+    return facts
+
+
+def judge_optimizer(
+    facts: dict[str, Any], steps: int | None = 8, learning_rate: float = 8e-4
+) -> CheckResult:
+    """Вердикт по :func:`optimizer_facts`."""
+    title = OPTIMIZER_TITLE
+    if not facts["adamw"]:
+        name = str(facts["class"])
         hint = (
             "Adam и AdamW похожи, но в задании нужен AdamW: в нём затухание весов "
             "(weight_decay) отделено от шага по градиенту."
@@ -272,20 +294,18 @@ def check_optimizer(
         return failed(title, f"это оптимизатор {name}, а нужен AdamW.", f"Подсказка: {hint}")
 
     mismatches: list[_Mismatch] = []
-    got_lr = _learning_rate(optimizer)
+    got_lr = facts["learning_rate"]
     if not _same(got_lr, learning_rate) or got_lr == "schedule":
         hint = _lr_hint(got_lr, learning_rate, steps)
         mismatches.append(_Mismatch("learning_rate", learning_rate, got_lr, hint))
 
     for name, expected in LAB_HYPERPARAMETERS.items():
-        got = getattr(optimizer, name, None)
-        if callable(got):
-            got = got()
+        got = facts.get(name)
         if not _same(got, expected):
             mismatches.append(_Mismatch(name, expected, got, _hyperparameter_hint(name, got)))
 
     for name in ("global_clipnorm", "clipvalue"):
-        got = getattr(optimizer, name, None)
+        got = facts.get(name)
         if got is not None:
             hint = (
                 "global_clipnorm обрезает общую норму всех градиентов, а в задании — clipnorm=0.5."
@@ -294,7 +314,7 @@ def check_optimizer(
             )
             mismatches.append(_Mismatch(name, None, got, hint))
 
-    got_steps = getattr(optimizer, "gradient_accumulation_steps", None)
+    got_steps = facts.get("gradient_accumulation_steps")
     if not _same(got_steps, steps):
         mismatches.append(
             _Mismatch(
@@ -326,6 +346,27 @@ def check_optimizer(
             f"раз в {steps} микробатчей, и optimizer.iterations считает именно обновления."
         )
     return passed(title, "все параметры оптимизатора совпадают с заданием.", *details)
+
+
+OPTIMIZER_TITLE = "Оптимизатор AdamW"
+OPTIMIZER = GradedCheck(
+    "accumulation.check_optimizer", OPTIMIZER_TITLE, optimizer_facts, judge_optimizer
+)
+
+
+@graded_check(OPTIMIZER)
+def check_optimizer(
+    optimizer: Any, steps: int | None = 8, learning_rate: float = 8e-4
+) -> CheckResult:
+    """Сверяет оптимизатор с гиперпараметрами лабораторной.
+
+    Нужен ``keras.optimizers.AdamW`` с ``weight_decay=0.01``, ``beta_1=0.9``,
+    ``beta_2=0.95``, ``epsilon=1e-6``, ``clipnorm=0.5``, скоростью обучения
+    ``learning_rate`` и ``gradient_accumulation_steps == steps``. ``steps=None`` —
+    накопления быть не должно (лабораторная 7.5: ``steps=None, learning_rate=5e-5``;
+    задание 1 лабораторной 7.6: ``steps=None, learning_rate=1e-4``). Каждое неверное
+    значение называется с ожидаемым и полученным.
+    """
 
 
 # --------------------------------------------------------------------------- демонстрация

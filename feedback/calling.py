@@ -1,20 +1,25 @@
-"""Безопасный вызов функции учащегося и разбор того, что она вернула.
+"""Вызов функции учащегося и разбор того, что она вернула.
 
 Проверка не должна оставлять учащегося с трассировкой из глубин пакета: всё, что
-может пойти не так у функции (не реализована, упала, вернула не число), здесь
-превращается в :class:`LearnerProblem` с коротким русским объяснением. Сама
-обёртка :func:`guarded_check` ловит и ошибки внутри наших проверок.
+может пойти не так у функции (не реализована, упала, зависла, вернула не число),
+здесь превращается в :class:`LearnerProblem` с коротким русским объяснением.
+
+Вызов (:func:`observe_call`) и разбор исхода (:func:`learner_value`) разделены: при
+оценивании первый выполняется в песочнице с кодом учащегося, а второй — вне её.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import math
 import numbers
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from feedback.result import CheckResult, failed, settle
+from feedback.formatting import format_plain
+from feedback.values import describe, describe_error, revive, revive_error
 
 
 class LearnerProblem(Exception):
@@ -34,11 +39,8 @@ def describe_case(case: dict[str, Any]) -> str:
     return "Случай: " + ", ".join(parts)
 
 
-def call_learner(fn: Any, case: dict[str, Any]) -> Any:
-    """Вызывает ``fn`` с аргументами случая по позиции и возвращает её ответ.
-
-    Любое исключение функции превращается в :class:`LearnerProblem`.
-    """
+def require_function(fn: Any) -> None:
+    """Бросает :class:`LearnerProblem`, если вместо функции передано не то."""
     if fn is Ellipsis or fn is None:
         raise LearnerProblem("функция ещё не реализована: вместо неё передано «…» или None.")
     if not callable(fn):
@@ -46,32 +48,98 @@ def call_learner(fn: Any, case: dict[str, Any]) -> Any:
             f"проверке нужно передать саму функцию, а передан объект типа {type(fn).__name__}.",
             "Передавайте функцию без скобок: check_…(my_function), а не check_…(my_function()).",
         )
+
+
+#: Сколько секунд ждать один вызов функции учащегося.
+CALL_TIME_LIMIT = 10.0
+
+
+class _CallTimeLimit(BaseException):
+    """Вызов функции учащегося длится дольше :data:`CALL_TIME_LIMIT` секунд.
+
+    Наследует ``BaseException``, чтобы ``except Exception`` в коде учащегося его не
+    проглотил.
+    """
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Прерывает долгий вызов сигналом SIGALRM (если это возможно в этом потоке)."""
+    usable = (
+        seconds > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise _CallTimeLimit
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        return fn(*case.values())
-    except NotImplementedError:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def observe_call(
+    fn: Callable[..., Any], case: dict[str, Any], time_limit: float | None = None
+) -> dict[str, Any]:
+    """Вызывает ``fn`` с аргументами случая по позиции и описывает исход (JSON).
+
+    Исход — описание возвращённого значения (:func:`feedback.values.describe`),
+    ``{"t": "raised", …}`` для исключения или ``{"t": "timeout"}`` для вызова дольше
+    ``time_limit`` секунд (по умолчанию :data:`CALL_TIME_LIMIT`).
+    """
+    time_limit = CALL_TIME_LIMIT if time_limit is None else time_limit
+    try:
+        with _time_limit(time_limit):
+            value = fn(*case.values())
+    except _CallTimeLimit:
+        return {"t": "timeout", "seconds": time_limit}
+    except Exception as error:
+        return describe_error(error)
+    return describe(value)
+
+
+def learner_value(outcome: Any, case: dict[str, Any]) -> Any:
+    """Значение из исхода :func:`observe_call`; ошибка или зависание — :class:`LearnerProblem`."""
+    kind = outcome.get("t") if isinstance(outcome, dict) else None
+    if kind == "timeout":
         raise LearnerProblem(
+            f"функция не вернула ответ за {format_plain(float(outcome.get('seconds', 0)), 0)} с.",
+            describe_case(case),
+            "Проверьте, нет ли в ней бесконечного цикла.",
+        )
+    if kind == "raised":
+        raise _problem_from_error(revive_error(outcome), case)
+    if kind == "skipped":
+        raise LearnerProblem("функция не вызывалась: предыдущий вызов не завершился.")
+    return revive(outcome)
+
+
+def _problem_from_error(error: BaseException, case: dict[str, Any]) -> LearnerProblem:
+    if isinstance(error, NotImplementedError):
+        return LearnerProblem(
             "функция ещё не реализована.",
             "Замените строку raise NotImplementedError(...) своим кодом и выполните ячейку.",
-        ) from None
-    except TypeError as error:
-        text = str(error)
-        if "argument" in text:
-            raise LearnerProblem(
-                "функцию не удалось вызвать с нужными аргументами.",
-                describe_case(case),
-                f"Python ответил: {text}",
-                "Проверьте, что функция принимает аргументы в том порядке, что указан в задании.",
-            ) from None
-        raise _crashed(error, case) from None
-    except Exception as error:
-        raise _crashed(error, case) from None
-
-
-def _crashed(error: BaseException, case: dict[str, Any]) -> LearnerProblem:
+        )
+    text = str(error)
+    if isinstance(error, TypeError) and "argument" in text:
+        return LearnerProblem(
+            "функцию не удалось вызвать с нужными аргументами.",
+            describe_case(case),
+            f"Python ответил: {text}",
+            "Проверьте, что функция принимает аргументы в том порядке, что указан в задании.",
+        )
     return LearnerProblem(
         f"функция завершилась с ошибкой {type(error).__name__}.",
         describe_case(case),
-        f"Сообщение ошибки: {error}" if str(error) else "Сообщение ошибки пустое.",
+        f"Сообщение ошибки: {text}" if text else "Сообщение ошибки пустое.",
         "Вызовите функцию в отдельной ячейке с этими аргументами, чтобы увидеть, где она падает.",
     )
 
@@ -132,33 +200,3 @@ def _kind(value: Any) -> str:
         if isinstance(value, kind):
             return name
     return f"массив из {getattr(value, 'size', '?')} элементов"
-
-
-def guarded_check(title: str) -> Callable[[Callable[..., CheckResult]], Callable[..., CheckResult]]:
-    """Декоратор проверки: что бы ни случилось внутри, учащийся видит вердикт.
-
-    :class:`LearnerProblem` становится непройденной проверкой с её текстом; любая
-    другая ошибка — вердиктом «проверка не смогла завершиться» без трассировки.
-    В строгом режиме непройденная проверка роняет ячейку (см. ``settle``).
-    """
-
-    def decorate(body: Callable[..., CheckResult]) -> Callable[..., CheckResult]:
-        @functools.wraps(body)
-        def check(*args: Any, **kwargs: Any) -> CheckResult:
-            try:
-                result = body(*args, **kwargs)
-            except LearnerProblem as problem:
-                result = failed(title, problem.headline, *problem.details)
-            except Exception as error:  # наша собственная ошибка или что-то неожиданное
-                result = failed(
-                    title,
-                    "проверка не смогла завершиться.",
-                    f"Причина: {type(error).__name__}: {error}",
-                    "Проверьте, что передали в проверку то, что просит задание; "
-                    "если всё верно — сообщите преподавателю.",
-                )
-            return settle(result)
-
-        return check
-
-    return decorate

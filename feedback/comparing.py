@@ -2,21 +2,34 @@
 
 Проверка вызывает функцию учащегося на нескольких случаях (не только на константах
 лабораторной, чтобы жёстко вписанный ответ не прошёл), сравнивает с эталоном и,
-если ответ совпал с типичной ошибкой, добавляет подсказку именно про неё.
+если ответ совпал с типичной ошибкой, добавляет подсказку именно про неё. При
+оценивании к открытым случаям добавляются вытянутые для каждого учащегося свои
+(:meth:`FunctionTask.draw`), и у каждого случайного случая есть «соседи», которые
+отличаются одним аргументом: так видно, если функция этот аргумент не использует.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from feedback.calling import as_number, call_learner, describe_case
+from feedback.calling import (
+    as_number,
+    describe_case,
+    learner_value,
+    observe_call,
+    require_function,
+)
 from feedback.formatting import format_number, format_pair, plural
+from feedback.graded import GradedCheck, Params
 from feedback.result import CheckResult, failed, passed
 
 Formula = Callable[..., float]
+#: Как вытянуть значение аргумента для случая оценивания.
+Sampler = Callable[[random.Random], float]
 
 
 @dataclass(frozen=True)
@@ -43,45 +56,165 @@ def find_mistake(
     return None
 
 
+def _explains_all(
+    mistake: Mistake, task: FunctionTask, cases: list[dict[str, Any]], values: list[float | None]
+) -> bool:
+    """Объясняет ли ошибка все числовые ответы, а не только один случай."""
+    for case, got in zip(cases, values, strict=True):
+        if got is None:
+            continue
+        wrong, expected = mistake.formula(*case.values()), task.formula(*case.values())
+        if not is_close(got, wrong, task.rel_tol) and not is_close(wrong, expected, task.rel_tol):
+            return False
+    return True
+
+
 def named_cases(
     cases: Sequence[Sequence[float]] | None, defaults: Sequence[dict[str, Any]]
-) -> Sequence[dict[str, Any]]:
-    """Свои случаи (кортежи аргументов по порядку) с именами аргументов из ``defaults``.
-
-    Так скрытые тесты nbgrader проверяют функцию на числах, которых учащийся не видел.
-    """
+) -> list[dict[str, Any]]:
+    """Свои случаи (кортежи аргументов по порядку) с именами аргументов из ``defaults``."""
     if cases is None:
-        return defaults
+        return [dict(case) for case in defaults]
     names = list(defaults[0])
     return [dict(zip(names, case, strict=True)) for case in cases]
 
 
-def check_numeric_function(
-    title: str,
-    fn: Any,
-    cases: Sequence[dict[str, Any]],
-    formula: Formula,
-    mistakes: Sequence[Mistake] = (),
-    formatter: Callable[..., str] = format_number,
-    rel_tol: float = 1e-6,
-    generic_hint: str | None = None,
-) -> CheckResult:
-    """Сверяет функцию учащегося с эталонной формулой на всех случаях.
+def log_uniform(low: float, high: float, digits: int = 3) -> Sampler:
+    """Случайное число между ``low`` и ``high`` на логарифмической шкале, ``digits`` цифр."""
 
-    Останавливается на первом неверном случае и называет его, ожидаемое и
-    полученное значения (с достаточным числом цифр) и подсказку, если ошибка
-    известна.
+    def sample(rng: random.Random) -> float:
+        value = 10 ** rng.uniform(math.log10(low), math.log10(high))
+        return float(f"{value:.{digits}g}")
+
+    return sample
+
+
+def integers(low: int, high: int) -> Sampler:
+    """Случайное целое от ``low`` до ``high`` включительно."""
+    return lambda rng: rng.randint(low, high)
+
+
+def choice(*values: float) -> Sampler:
+    """Одно из перечисленных значений."""
+    return lambda rng: rng.choice(values)
+
+
+@dataclass(frozen=True)
+class FunctionTask:
+    """Задание «напишите функцию»: открытые случаи, эталон, типичные ошибки.
+
+    ``samplers`` — как тянуть каждый аргумент для случаев оценивания; ``globals_hint``
+    — какая глобальная переменная лабораторной соответствует аргументу (её берут по
+    ошибке вместо самого аргумента).
     """
-    for case in cases:
-        got = as_number(call_learner(fn, case), case)
-        expected = formula(*case.values())
-        if is_close(got, expected, rel_tol):
+
+    title: str
+    cases: tuple[dict[str, Any], ...]
+    formula: Formula
+    mistakes: tuple[Mistake, ...] = ()
+    formatter: Callable[..., str] = format_number
+    rel_tol: float = 1e-6
+    samplers: Mapping[str, Sampler] = field(default_factory=dict)
+    globals_hint: Mapping[str, str] = field(default_factory=dict)
+    drawn_cases: int = 3
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        return tuple(self.cases[0])
+
+    def observe(self, fn: Any, cases: Sequence[Sequence[float]] | None = None) -> dict[str, Any]:
+        """Исходы вызовов ``fn`` на всех случаях (сторона учащегося)."""
+        require_function(fn)
+        calls: list[dict[str, Any]] = []
+        for case in named_cases(cases, self.cases):
+            # Зависшую функцию дальше не вызываем: вердикт всё равно по первой ошибке.
+            hung = any(call.get("t") == "timeout" for call in calls)
+            calls.append({"t": "skipped"} if hung else observe_call(fn, case))
+        return {"calls": calls}
+
+    def judge(
+        self, observation: Any, cases: Sequence[Sequence[float]] | None = None
+    ) -> CheckResult:
+        """Вердикт по исходам (сторона преподавателя)."""
+        named = named_cases(cases, self.cases)
+        calls = observation.get("calls") if isinstance(observation, dict) else None
+        if not isinstance(calls, list) or len(calls) != len(named):
+            raise ValueError("число исходов не совпадает с числом случаев")
+        return judge_numeric(self, named, calls)
+
+    def draw(self, rng: random.Random, params: Params) -> dict[str, Any]:
+        """Открытые случаи и ``drawn_cases`` случайных, у каждого — сосед по одному аргументу."""
+        cases = [list(case.values()) for case in self.cases]
+        names = self.arguments
+        for index in range(self.drawn_cases):
+            base = {name: self.samplers[name](rng) for name in names}
+            varied = names[index % len(names)]
+            neighbour = dict(base)
+            while neighbour[varied] == base[varied]:
+                neighbour[varied] = self.samplers[varied](rng)
+            cases += [list(base.values()), list(neighbour.values())]
+        return {**params, "cases": cases}
+
+    def graded(self, name: str) -> GradedCheck:
+        """Проверка курса с этим заданием под именем ``name`` (``"модуль.check_…"``)."""
+        return GradedCheck(name, self.title, self.observe, self.judge, self.draw)
+
+
+def _ignored_argument(
+    task: FunctionTask, index: int, cases: list[dict[str, Any]], values: list[float | None]
+) -> str | None:
+    """Подсказка, если ответ не меняется при смене одного аргумента, а должен."""
+    case, got = cases[index], values[index]
+    for other, other_got in zip(cases, values, strict=True):
+        if other is case or other_got is None or got is None:
             continue
-        shown_expected, shown_got = format_pair(expected, got, formatter)
+        changed = [name for name in case if case[name] != other[name]]
+        if len(changed) != 1:
+            continue
+        name = changed[0]
+        expected, other_expected = task.formula(*case.values()), task.formula(*other.values())
+        if is_close(got, other_got, task.rel_tol) and not is_close(
+            expected, other_expected, task.rel_tol
+        ):
+            constant = task.globals_hint.get(name)
+            source = f"глобальную переменную {constant}" if constant else "что-то другое"
+            return (
+                f"ответ не меняется, когда меняется {name} ({format_number(other[name])} → "
+                f"{format_number(case[name])}). Похоже, функция не использует аргумент "
+                f"{name}, а берёт {source}. Считайте только по аргументам функции."
+            )
+    return None
+
+
+def _numbers(calls: list[Any], cases: list[dict[str, Any]]) -> list[float | None]:
+    values: list[float | None] = []
+    for outcome, case in zip(calls, cases, strict=True):
+        try:
+            values.append(as_number(learner_value(outcome, case), case))
+        except Exception:
+            values.append(None)
+    return values
+
+
+def judge_numeric(task: FunctionTask, cases: list[dict[str, Any]], calls: list[Any]) -> CheckResult:
+    """Сверяет исходы с эталоном; останавливается на первом неверном случае.
+
+    Называет случай, ожидаемое и полученное значения (с достаточным числом цифр) и
+    подсказку: к известной ошибке, к аргументу, который функция не использует.
+    """
+    values = _numbers(calls, cases)
+    for index, (outcome, case) in enumerate(zip(calls, cases, strict=True)):
+        got = as_number(learner_value(outcome, case), case)
+        expected = task.formula(*case.values())
+        if is_close(got, expected, task.rel_tol):
+            continue
+        shown_expected, shown_got = format_pair(expected, got, task.formatter)
         details = [describe_case(case), f"Ожидалось: {shown_expected}", f"Получено: {shown_got}"]
-        hint = find_mistake(got, case, expected, mistakes, rel_tol) or generic_hint
+        explained = [m for m in task.mistakes if _explains_all(m, task, cases, values)]
+        hint = find_mistake(got, case, expected, explained, task.rel_tol)
+        hint = hint or _ignored_argument(task, index, cases, values)
         if hint:
             details.append(f"Подсказка: {hint}")
-        return failed(title, "ответ неверный.", *details)
+        return failed(task.title, "ответ неверный.", *details)
     checked = plural(len(cases), "случай", "случая", "случаев")
-    return passed(title, f"верно во всех проверенных случаях ({checked}).")
+    return passed(task.title, f"верно во всех проверенных случаях ({checked}).")

@@ -12,7 +12,13 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from feedback.calling import LearnerProblem, as_number, call_learner
+from feedback.calling import (
+    LearnerProblem,
+    as_number,
+    learner_value,
+    observe_call,
+    require_function,
+)
 from feedback.formatting import format_flops, format_number, format_plain
 
 #: Полезная производительность RTX 4080 при обучении: ~40 % от пиковых 97,5 TFLOPS BF16.
@@ -32,7 +38,8 @@ def describe_duration(seconds: float) -> str:
 def _learner_flops(compute_fn: Callable, case: dict[str, float]) -> float | str:
     """FLOPs из функции учащегося или HTML с русским вердиктом, если она не готова."""
     try:
-        return as_number(call_learner(compute_fn, case), case)
+        require_function(compute_fn)
+        return as_number(learner_value(observe_call(compute_fn, case), case), case)
     except LearnerProblem as problem:
         return (
             "<div class='course7-flops' style='color:#a12622'>"

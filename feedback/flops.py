@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from feedback.calling import LearnerProblem, as_number, guarded_check
-from feedback.comparing import Mistake, check_numeric_function, is_close, named_cases
+from feedback.calling import LearnerProblem, as_number
+from feedback.comparing import FunctionTask, Mistake, is_close, log_uniform
 from feedback.formatting import format_flops, format_number, format_pair, plural
+from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
+from feedback.values import describe, revive
 
 #: Сценарии задания 2: название (как в таблице), параметры P, токены N.
 SCENARIOS: tuple[tuple[str, float, float], ...] = (
@@ -64,20 +66,22 @@ FLOPS_CASES = (
 )
 
 
-@guarded_check("compute_num_flops")
+COMPUTE_NUM_FLOPS = FunctionTask(
+    "compute_num_flops",
+    FLOPS_CASES,
+    training_flops,
+    FLOPS_MISTAKES,
+    formatter=format_flops,
+    samplers={"param_count": log_uniform(1e3, 1e12), "num_tokens": log_uniform(1e3, 1e13)},
+)
+
+
+@graded_check(COMPUTE_NUM_FLOPS.graded("flops.check_compute_num_flops"))
 def check_compute_num_flops(fn: Any, cases: Sequence[Sequence[float]] | None = None) -> CheckResult:
     """Проверяет ``compute_num_flops(param_count, num_tokens)`` на нескольких случаях.
 
-    ``cases`` — свои наборы аргументов (для скрытых тестов); по умолчанию — встроенные.
+    ``cases`` — свои наборы аргументов по порядку; по умолчанию — встроенные.
     """
-    return check_numeric_function(
-        "compute_num_flops",
-        fn,
-        named_cases(cases, FLOPS_CASES),
-        training_flops,
-        FLOPS_MISTAKES,
-        formatter=format_flops,
-    )
 
 
 def _rows_as_dicts(rows: Any) -> list[dict[str, Any]]:
@@ -161,10 +165,8 @@ def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[str
     return problems
 
 
-@guarded_check("final_results_data")
-def check_final_results(rows: Any) -> CheckResult:
-    """Проверяет таблицу задания 2: четыре сценария, каждый ровно один раз, верные FLOPs."""
-    rows = _rows_as_dicts(rows)
+def _judge_final_results(observation: Any) -> CheckResult:
+    rows = _rows_as_dicts(revive(observation))
     problems = _scenario_problems(rows)
     by_name = {str(row["Scenario"]).strip(): row for row in rows}
     for name, params, tokens in SCENARIOS:
@@ -177,3 +179,16 @@ def check_final_results(rows: Any) -> CheckResult:
             *problems,
         )
     return passed("final_results_data", "все четыре сценария на месте, FLOPs верные.")
+
+
+FINAL_RESULTS = GradedCheck(
+    "flops.check_final_results",
+    "final_results_data",
+    observe=describe,
+    judge=_judge_final_results,
+)
+
+
+@graded_check(FINAL_RESULTS)
+def check_final_results(rows: Any) -> CheckResult:
+    """Проверяет таблицу задания 2: четыре сценария, каждый ровно один раз, верные FLOPs."""

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedback import runtime
-from feedback.calling import LearnerProblem, guarded_check
+from feedback.calling import LearnerProblem
 from feedback.formatting import format_number, format_plain, plural
+from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
+from feedback.values import describe, revive
 
 #: Имена моделей в курсе → пресеты Keras Hub 0.32 (предобученные, не инструктивные).
 MODEL_PRESETS: dict[str, str] = {"Gemma-1B": "gemma3_1b", "Gemma-4B": "gemma3_4b_text"}
@@ -652,14 +654,85 @@ def _as_generation_list(generations: Any, expected: int) -> list[Any]:
     return list(generations)
 
 
-@guarded_check(CHECK_TITLE)
-def check_generations(generations: Any, prompts: Sequence[str] = PROMPTS) -> CheckResult:
-    """Проверяет список генераций: по одной непустой строке на запрос, в том же порядке,
-    и каждая продолжает свой запрос (Keras Hub возвращает запрос вместе с продолжением).
-    """
+#: Сколько строк с одной и той же ошибкой показывать по отдельности.
+SHOWN_PROBLEMS = 3
+
+
+def _numbers(numbers: Sequence[int]) -> str:
+    return "№ " + ", ".join(map(str, numbers))
+
+
+def _item_problems(items: list[Any], prompts: list[str]) -> tuple[list[str], list[int]]:
+    """Ошибки в отдельных генерациях (одинаковые сгруппированы) и номера «голых» запросов."""
+    not_strings: dict[str, list[int]] = {}
+    empty: list[int] = []
+    misplaced: list[str] = []
+    unprompted: list[str] = []
+    bare: list[int] = []
+    for number, (text, prompt) in enumerate(zip(items, prompts, strict=True), start=1):
+        if not isinstance(text, str):
+            not_strings.setdefault(type(text).__name__, []).append(number)
+        elif not text.strip():
+            empty.append(number)
+        elif not _starts_with_prompt(text, prompt):
+            other = [
+                j
+                for j, candidate in enumerate(prompts, start=1)
+                if j != number and _starts_with_prompt(text, candidate)
+            ]
+            if other:
+                misplaced.append(
+                    f"Генерация №{number} начинается с запроса №{other[0]}, а не со своего "
+                    f"{_quote(prompt, 40)}: порядок перепутан или в цикле используется "
+                    "не та переменная."
+                )
+            else:
+                unprompted.append(
+                    f"Генерация №{number} не начинается со своего запроса {_quote(prompt, 40)}; "
+                    f"её начало: {_quote(text, 50)}."
+                )
+        elif text.strip() == prompt.strip():
+            bare.append(number)
+    problems = []
+    for type_name, numbers in not_strings.items():
+        hint = {
+            "bytes": " Раскодируйте: text.decode('utf-8').",
+            "list": " Похоже, в список добавлен список — добавляйте саму строку.",
+            "tuple": " Похоже, в список добавлен кортеж — добавляйте саму строку.",
+        }.get(type_name, "")
+        if len(numbers) == 1:
+            problems.append(
+                f"Генерация №{numbers[0]} — не строка, а объект типа {type_name}.{hint}"
+            )
+        else:
+            problems.append(
+                f"Генерации {_numbers(numbers)} — не строки, а объекты типа {type_name}.{hint}"
+            )
+    if len(empty) == 1:
+        problems.append(f"Генерация №{empty[0]} — пустая строка.")
+    elif empty:
+        problems.append(f"Генерации {_numbers(empty)} — пустые строки.")
+    for group in (misplaced, unprompted):
+        problems += group[:SHOWN_PROBLEMS]
+        if len(group) > SHOWN_PROBLEMS:
+            rest = len(group) - SHOWN_PROBLEMS
+            problems.append(
+                f"…и ещё {plural(rest, 'генерация', 'генерации', 'генераций')} с той же ошибкой."
+            )
+    if unprompted:
+        problems.append(
+            "Нужен полный текст, как его возвращает generation.generate или model.generate: "
+            "запрос и продолжение модели. Если вы отрезали запрос (strip_prompt=True), "
+            "уберите это."
+        )
+    return problems, bare
+
+
+def judge_generations(observation: Any, prompts: Sequence[str] = PROMPTS) -> CheckResult:
+    """Вердикт по списку генераций (описанному :func:`feedback.values.describe`)."""
     prompts = list(prompts)
     expected = len(prompts)
-    items = _as_generation_list(generations, expected)
+    items = _as_generation_list(revive(observation), expected)
     if not items:
         raise LearnerProblem(
             "список генераций пуст: задача ещё не реализована — цикл не написан или не выполнялся.",
@@ -684,56 +757,9 @@ def check_generations(generations: Any, prompts: Sequence[str] = PROMPTS) -> Che
             f"а запросов {expected}.",
             *details,
         )
-    problems = []
-    bare = []
-    for number, (text, prompt) in enumerate(zip(items, prompts, strict=True), start=1):
-        if not isinstance(text, str):
-            hint = ""
-            if isinstance(text, bytes):
-                hint = " Раскодируйте её: text.decode('utf-8')."
-            elif isinstance(text, list | tuple):
-                hint = " Похоже, в список добавлен список — добавляйте саму строку."
-            problems.append(
-                f"Генерация №{number} — не строка, а объект типа {type(text).__name__}.{hint}"
-            )
-            continue
-        if not text.strip():
-            problems.append(f"Генерация №{number} — пустая строка.")
-            continue
-        if not _starts_with_prompt(text, prompt):
-            other = [
-                j
-                for j, candidate in enumerate(prompts, start=1)
-                if j != number and _starts_with_prompt(text, candidate)
-            ]
-            if other:
-                problems.append(
-                    f"Генерация №{number} начинается с запроса №{other[0]}, а не со своего "
-                    f"{_quote(prompt, 40)}: порядок перепутан или в цикле используется "
-                    "не та переменная."
-                )
-            else:
-                problems.append(
-                    f"Генерация №{number} не начинается со своего запроса {_quote(prompt, 40)}; "
-                    f"её начало: {_quote(text, 50)}."
-                )
-            continue
-        if text.strip() == prompt.strip():
-            bare.append(number)
+    problems, bare = _item_problems(items, prompts)
     if problems:
-        hints = []
-        if any("не начинается со своего запроса" in p for p in problems):
-            hints.append(
-                "Нужен полный текст, как его возвращает generation.generate или model.generate: "
-                "запрос и продолжение модели. Если вы отрезали запрос (strip_prompt=True), "
-                "уберите это."
-            )
-        return failed(
-            CHECK_TITLE,
-            f"в списке есть ошибки ({len(problems)}).",
-            *problems,
-            *hints,
-        )
+        return failed(CHECK_TITLE, "в списке есть ошибки.", *problems)
     if len(bare) == expected:
         return failed(
             CHECK_TITLE,
@@ -743,8 +769,8 @@ def check_generations(generations: Any, prompts: Sequence[str] = PROMPTS) -> Che
     details = []
     if bare:
         details.append(
-            "Без продолжения: № "
-            + ", ".join(map(str, bare))
+            "Без продолжения: "
+            + _numbers(bare)
             + " — модель сразу выдала конец текста. Так бывает, но проверьте параметры."
         )
     return passed(
@@ -753,3 +779,19 @@ def check_generations(generations: Any, prompts: Sequence[str] = PROMPTS) -> Che
         "продолжает свой запрос.",
         *details,
     )
+
+
+def _observe_generations(generations: Any, prompts: Sequence[str] = PROMPTS) -> dict[str, Any]:
+    return describe(generations)
+
+
+GENERATIONS = GradedCheck(
+    "generation.check_generations", CHECK_TITLE, _observe_generations, judge_generations
+)
+
+
+@graded_check(GENERATIONS)
+def check_generations(generations: Any, prompts: Sequence[str] = PROMPTS) -> CheckResult:
+    """Проверяет список генераций: по одной непустой строке на запрос, в том же порядке,
+    и каждая продолжает свой запрос (Keras Hub возвращает запрос вместе с продолжением).
+    """

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from feedback.calling import guarded_check
-from feedback.comparing import Mistake, check_numeric_function, named_cases
+from feedback.comparing import FunctionTask, Mistake, choice, integers, log_uniform
 from feedback.formatting import BYTES_PER_GIB, format_gib
+from feedback.graded import graded_check
 from feedback.result import CheckResult
 
 Bytes = Callable[..., float]
@@ -43,17 +43,38 @@ def _gib(in_bytes: Bytes) -> Bytes:
 
 Cases = Sequence[Sequence[float]] | None
 
+#: Как тянуть аргументы для случаев оценивания.
+SAMPLERS = {
+    "param_count": log_uniform(1e6, 1e12),
+    "bytes_per_param": choice(1, 2, 4, 8),
+    "bytes_per_token_id": choice(2, 4, 8),
+    "batch_size": integers(1, 64),
+    "max_length": choice(128, 256, 400, 512, 1024, 2048, 4096, 8192),
+    "num_layers": integers(2, 96),
+    "embedding_dim": choice(512, 768, 1024, 1152, 2048, 2560, 3072, 4096, 5120),
+}
+#: Глобальные переменные тетрадки, которые по ошибке берут вместо аргументов.
+GLOBALS = {
+    "param_count": "PARAM_COUNT",
+    "bytes_per_param": "BYTES_PER_PARAMETER",
+    "bytes_per_token_id": "BYTES_PER_PARAMETER",
+    "batch_size": "BATCH_SIZE",
+    "max_length": "MAX_LENGTH",
+    "num_layers": "NUM_LAYERS",
+    "embedding_dim": "EMBEDDING_DIM",
+}
 
-def _check(
-    title: str, fn: Any, cases: Sequence, in_bytes: Bytes, *mistakes: Mistake
-) -> CheckResult:
-    return check_numeric_function(
+
+def _task(title: str, cases: tuple, in_bytes: Bytes, *mistakes: Mistake) -> FunctionTask:
+    """Задание на функцию в ГиБ: эталон — байты / 1024³, ошибки единиц добавляются сами."""
+    return FunctionTask(
         title,
-        fn,
         cases,
         _gib(in_bytes),
         (*mistakes, *_unit_mistakes(in_bytes)),
         formatter=format_gib,
+        samplers={name: SAMPLERS[name] for name in cases[0]},
+        globals_hint={name: GLOBALS[name] for name in cases[0]},
     )
 
 
@@ -75,12 +96,12 @@ _FORGOT_BYTES = Mistake(
 )
 
 
-@guarded_check("calculate_param_memory")
+PARAM_MEMORY = _task("calculate_param_memory", PARAM_CASES, _weights_bytes, _FORGOT_BYTES)
+
+
+@graded_check(PARAM_MEMORY.graded("memory.check_calculate_param_memory"))
 def check_calculate_param_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_param_memory(param_count, bytes_per_param)`` = P·b в ГиБ."""
-    return _check(
-        "calculate_param_memory", fn, named_cases(cases, PARAM_CASES), _weights_bytes, _FORGOT_BYTES
-    )
 
 
 INPUT_CASES = (
@@ -90,62 +111,65 @@ INPUT_CASES = (
 )
 
 
-@guarded_check("calculate_input_data_memory")
+INPUT_MEMORY = _task(
+    "calculate_input_data_memory",
+    INPUT_CASES,
+    lambda b, n, t: b * n * t,
+    Mistake(
+        lambda b, n, t: b * n / BYTES_PER_GIB,
+        "забыт множитель bytes_per_token_id: каждый идентификатор токена занимает "
+        "несколько байт (int32 — 4 байта).",
+    ),
+)
+
+
+@graded_check(INPUT_MEMORY.graded("memory.check_calculate_input_data_memory"))
 def check_calculate_input_data_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_input_data_memory(batch, length, bytes_per_id)`` = B·L·t в ГиБ."""
-    return _check(
-        "calculate_input_data_memory",
-        fn,
-        named_cases(cases, INPUT_CASES),
-        lambda b, n, t: b * n * t,
-        Mistake(
-            lambda b, n, t: b * n / BYTES_PER_GIB,
-            "забыт множитель bytes_per_token_id: каждый идентификатор токена занимает "
-            "несколько байт (int32 — 4 байта).",
-        ),
-    )
 
 
-@guarded_check("calculate_gradient_memory")
+GRADIENT_MEMORY = _task(
+    "calculate_gradient_memory",
+    PARAM_CASES,
+    _weights_bytes,
+    _FORGOT_BYTES,
+    Mistake(
+        lambda p, b: 2 * p * b / BYTES_PER_GIB,
+        "градиент — одно число на каждый параметр, поэтому P·b. Два числа на параметр "
+        "хранит оптимизатор Adam — это следующая функция.",
+    ),
+)
+
+
+@graded_check(GRADIENT_MEMORY.graded("memory.check_calculate_gradient_memory"))
 def check_calculate_gradient_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_gradient_memory(param_count, bytes_per_param)`` = P·b в ГиБ."""
-    return _check(
-        "calculate_gradient_memory",
-        fn,
-        named_cases(cases, PARAM_CASES),
-        _weights_bytes,
-        _FORGOT_BYTES,
-        Mistake(
-            lambda p, b: 2 * p * b / BYTES_PER_GIB,
-            "градиент — одно число на каждый параметр, поэтому P·b. Два числа на параметр "
-            "хранит оптимизатор Adam — это следующая функция.",
-        ),
-    )
 
 
-@guarded_check("calculate_optimizer_memory")
+OPTIMIZER_MEMORY = _task(
+    "calculate_optimizer_memory",
+    PARAM_CASES,
+    lambda p, b: 2 * p * b,
+    Mistake(
+        lambda p, b: p * b / BYTES_PER_GIB,
+        "Adam хранит для каждого параметра два числа — первый момент (скользящее среднее "
+        "градиента) и второй (скользящее среднее его квадрата), поэтому 2·P·b.",
+    ),
+    Mistake(
+        lambda p, b: 3 * p * b / BYTES_PER_GIB,
+        "похоже, сюда добавлены сами веса. Их считает calculate_param_memory; здесь — "
+        "только состояние оптимизатора: два момента Adam, 2·P·b.",
+    ),
+    Mistake(
+        lambda p, b: 2 * p / BYTES_PER_GIB,
+        "забыт множитель bytes_per_param: 2 момента × P параметров × b байт.",
+    ),
+)
+
+
+@graded_check(OPTIMIZER_MEMORY.graded("memory.check_calculate_optimizer_memory"))
 def check_calculate_optimizer_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_optimizer_memory(param_count, bytes_per_param)`` = 2·P·b в ГиБ."""
-    return _check(
-        "calculate_optimizer_memory",
-        fn,
-        named_cases(cases, PARAM_CASES),
-        lambda p, b: 2 * p * b,
-        Mistake(
-            lambda p, b: p * b / BYTES_PER_GIB,
-            "Adam хранит для каждого параметра два числа — первый момент (скользящее среднее "
-            "градиента) и второй (скользящее среднее его квадрата), поэтому 2·P·b.",
-        ),
-        Mistake(
-            lambda p, b: 3 * p * b / BYTES_PER_GIB,
-            "похоже, сюда добавлены сами веса. Их считает calculate_param_memory; здесь — "
-            "только состояние оптимизатора: два момента Adam, 2·P·b.",
-        ),
-        Mistake(
-            lambda p, b: 2 * p / BYTES_PER_GIB,
-            "забыт множитель bytes_per_param: 2 момента × P параметров × b байт.",
-        ),
-    )
 
 
 ACTIVATION_ARGS = ("batch_size", "max_length", "num_layers", "embedding_dim", "bytes_per_param")
@@ -174,13 +198,14 @@ def _missing_factor(position: int) -> Mistake:
     )
 
 
-@guarded_check("calculate_activation_memory")
+ACTIVATION_MEMORY = _task(
+    "calculate_activation_memory",
+    ACTIVATION_CASES,
+    _activation_bytes,
+    *(_missing_factor(position) for position in range(len(ACTIVATION_ARGS))),
+)
+
+
+@graded_check(ACTIVATION_MEMORY.graded("memory.check_calculate_activation_memory"))
 def check_calculate_activation_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_activation_memory(B, L, layers, d, b)`` = B·L·layers·d·b в ГиБ."""
-    return _check(
-        "calculate_activation_memory",
-        fn,
-        named_cases(cases, ACTIVATION_CASES),
-        _activation_bytes,
-        *(_missing_factor(position) for position in range(len(ACTIVATION_ARGS))),
-    )

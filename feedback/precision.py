@@ -18,10 +18,12 @@ from __future__ import annotations
 import inspect
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from feedback.calling import LearnerProblem, guarded_check
+from feedback.calling import LearnerProblem
 from feedback.formatting import format_gib, format_number, format_significant, plural
+from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
 
 #: Слой и атрибут, которые смотрит учащийся в задании 1 лабораторной 7.5.
@@ -197,9 +199,9 @@ def _share(part: int, whole: int) -> str:
     return f"{format_significant(percent, 2)} %"
 
 
-def _list_paths(variables: Sequence[Any]) -> str:
-    names = [_path(variable) for variable in variables[:SHOWN_PATHS]]
-    more = len(variables) - len(names)
+def _list_paths(paths: Sequence[str]) -> str:
+    names = list(paths[:SHOWN_PATHS])
+    more = len(paths) - len(names)
     text = ", ".join(names)
     return f"{text} и ещё {format_number(more)}" if more > 0 else text
 
@@ -222,34 +224,56 @@ def _lab_kernel_dtype(backbone: Any) -> str | None:
         return None
 
 
-def _memory(variables: Sequence[Any]) -> float:
-    return sum(
-        _size(variable) * _BYTES_PER_DTYPE.get(_dtype_name(variable.dtype), 4)
-        for variable in variables
-    )
+@dataclass(frozen=True)
+class _Variable:
+    """Переменная модели в наблюдении: путь, тип, число элементов, матрица LoRA ли."""
+
+    path: str
+    dtype: str
+    size: int
+    lora: bool
+
+    @staticmethod
+    def of(variable: Any) -> list[Any]:
+        return [_path(variable), _dtype_name(variable.dtype), _size(variable), _is_lora(variable)]
+
+    @classmethod
+    def parse(cls, raw: Any) -> _Variable:
+        path, dtype, size, lora = raw
+        return cls(str(path), str(dtype), int(size), bool(lora))
+
+
+def _variables(raw: Any) -> list[_Variable]:
+    return [_Variable.parse(item) for item in raw]
+
+
+def _memory(variables: Sequence[_Variable]) -> float:
+    return sum(v.size * _BYTES_PER_DTYPE.get(v.dtype, 4) for v in variables)
 
 
 # --------------------------------------------------------------------------- bfloat16
 
 
-@guarded_check("Веса модели в bfloat16")
-def check_bfloat16(model: Any) -> CheckResult:
-    """Проверяет, что веса основной сети действительно хранятся в bfloat16.
-
-    Смотрит тип каждой переменной ``model.backbone.weights``, а не только политику
-    точности. Матрицы LoRA (``lora_kernel_a/b``) в float32 допустимы: так их
-    хранит Keras. При ошибке называет найденный тип и несколько переменных не в
-    bfloat16.
-    """
-    title = "Веса модели в bfloat16"
+def bfloat16_facts(model: Any) -> dict[str, Any]:
+    """Наблюдение для проверки bfloat16: типы всех переменных основной сети."""
     backbone = resolve_backbone(model)
-    variables = _unique(backbone.weights)
-    lora = [variable for variable in variables if _is_lora(variable)]
-    main = [variable for variable in variables if not _is_lora(variable)]
-    wrong = [variable for variable in main if _dtype_name(variable.dtype) != "bfloat16"]
-    found = Counter(_dtype_name(variable.dtype) for variable in wrong)
-    policy = _dtype_policy_name(backbone)
-    lab_dtype = _lab_kernel_dtype(backbone)
+    return {
+        "variables": [_Variable.of(variable) for variable in _unique(backbone.weights)],
+        "policy": _dtype_policy_name(backbone),
+        "lab_dtype": _lab_kernel_dtype(backbone),
+    }
+
+
+def judge_bfloat16(facts: dict[str, Any]) -> CheckResult:
+    """Вердикт по :func:`bfloat16_facts`."""
+    title = BFLOAT16_TITLE
+    variables = _variables(facts["variables"])
+    lora = [v for v in variables if v.lora]
+    main = [v for v in variables if not v.lora]
+    wrong = [v for v in main if v.dtype != "bfloat16"]
+    found = Counter(v.dtype for v in wrong)
+    policy = facts.get("policy")
+    lab_dtype = facts.get("lab_dtype")
 
     details = []
     if lab_dtype is not None:
@@ -259,11 +283,11 @@ def check_bfloat16(model: Any) -> CheckResult:
         found_text = ", ".join(name for name, _ in found.most_common())
         details += [
             f"Не в bfloat16: {format_number(len(wrong))} из {format_number(len(main))} "
-            f"переменных ({found_text}), например: {_list_paths(wrong)}.",
+            f"переменных ({found_text}), например: {_list_paths([v.path for v in wrong])}.",
         ]
         if policy:
             details.append(f"Политика точности модели: {policy}.")
-        if policy and policy.startswith("mixed_"):
+        if policy and str(policy).startswith("mixed_"):
             details.append(
                 f"Подсказка: политика {policy} — это смешанная точность: вычисления идут "
                 "в 16 битах, а веса хранятся в float32 (4 байта на параметр), так что "
@@ -284,16 +308,18 @@ def check_bfloat16(model: Any) -> CheckResult:
         else:
             details.append('Подсказка: загрузите модель с dtype="bfloat16".')
         return failed(title, f"веса хранятся в {found_text}, а не в bfloat16.", *details)
+    if not main:
+        return failed(title, "у модели нет весов основной сети.")
 
     details.append(
-        f"Веса основной сети: {plural(sum(_size(v) for v in main), *_PARAMETERS)} × "
+        f"Веса основной сети: {plural(sum(v.size for v in main), *_PARAMETERS)} × "
         f"2 байта ≈ {format_gib(_memory(main) / 1024**3)}."
     )
     if lora:
-        lora_types = ", ".join(sorted({_dtype_name(v.dtype) for v in lora}))
+        lora_types = ", ".join(sorted({v.dtype for v in lora}))
         details.append(
             f"Матрицы LoRA ({format_number(len(lora))} шт., "
-            f"{plural(sum(_size(v) for v in lora), *_PARAMETERS)}) хранятся в "
+            f"{plural(sum(v.size for v in lora), *_PARAMETERS)}) хранятся в "
             f"{lora_types} — так задумано в Keras: маленькие обучаемые матрицы держат в "
             "полной точности, чтобы небольшие обновления не терялись при округлении."
         )
@@ -302,6 +328,21 @@ def check_bfloat16(model: Any) -> CheckResult:
         f"все {format_number(len(main))} переменных основной сети хранятся в bfloat16.",
         *details,
     )
+
+
+BFLOAT16_TITLE = "Веса модели в bfloat16"
+BFLOAT16 = GradedCheck("precision.check_bfloat16", BFLOAT16_TITLE, bfloat16_facts, judge_bfloat16)
+
+
+@graded_check(BFLOAT16)
+def check_bfloat16(model: Any) -> CheckResult:
+    """Проверяет, что веса основной сети действительно хранятся в bfloat16.
+
+    Смотрит тип каждой переменной ``model.backbone.weights``, а не только политику
+    точности. Матрицы LoRA (``lora_kernel_a/b``) в float32 допустимы: так их
+    хранит Keras. При ошибке называет найденный тип и несколько переменных не в
+    bfloat16.
+    """
 
 
 # --------------------------------------------------------------------------- LoRA
@@ -337,19 +378,27 @@ def _missing_lora_targets(backbone: Any, layers: Sequence[Any]) -> list[Any]:
     ]
 
 
-@guarded_check("Адаптеры LoRA")
-def check_lora(model: Any, rank: int = 4) -> CheckResult:
-    """Проверяет LoRA: включена в слоях внимания с рангом ``rank``, обучаются только её матрицы.
-
-    Называет ошибку: LoRA не включена, ранг не тот (какой найден), LoRA не во всех
-    слоях-целях, обучаются лишние веса (какие). Показывает число обучаемых и всех
-    параметров.
-    """
-    title = "Адаптеры LoRA"
+def lora_facts(model: Any, rank: int = 4) -> dict[str, Any]:
+    """Наблюдение для проверки LoRA: слои с адаптерами, их ранги и обучаемые веса."""
     backbone = resolve_backbone(model)
     layers = _layers(backbone)
     lora_layers = [layer for layer in layers if getattr(layer, "lora_enabled", False)]
-    trainable_count, total_count = parameter_counts(model)
+    trainable, total = parameter_counts(model)
+    return {
+        "lora_layers": [
+            [_layer_path(layer), getattr(layer, "lora_rank", None)] for layer in lora_layers
+        ],
+        "missing": [_layer_path(layer) for layer in _missing_lora_targets(backbone, layers)],
+        "trainable": [_Variable.of(v) for v in _weights(model, "trainable_weights")],
+        "counts": [trainable, total],
+    }
+
+
+def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
+    """Вердикт по :func:`lora_facts`."""
+    title = LORA_TITLE
+    lora_layers = [(str(path), layer_rank) for path, layer_rank in facts["lora_layers"]]
+    trainable_count, total_count = (int(number) for number in facts["counts"])
     counts = (
         f"Обучаемых параметров: {format_number(trainable_count)} из "
         f"{format_number(total_count)} ({_share(trainable_count, total_count)})."
@@ -364,7 +413,7 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
             "до compile и fit.",
         )
 
-    ranks = Counter(getattr(layer, "lora_rank", None) for layer in lora_layers)
+    ranks = Counter(layer_rank for _, layer_rank in lora_layers)
     if set(ranks) != {rank}:
         found = ", ".join(str(value) for value, _ in ranks.most_common())
         return failed(
@@ -376,27 +425,28 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
             f"загрузите модель заново и вызовите model.backbone.enable_lora(rank={rank}).",
         )
 
-    missing = _missing_lora_targets(backbone, layers)
+    missing = [str(path) for path in facts["missing"]]
     if missing:
         return failed(
             title,
             "LoRA включена не во всех слоях внимания.",
             f"Без адаптеров: {plural(len(missing), 'слой', 'слоя', 'слоёв')}, например: "
-            + ", ".join(_layer_path(layer) for layer in missing[:SHOWN_PATHS])
+            + ", ".join(missing[:SHOWN_PATHS])
             + ".",
             f"Подсказка: вызовите model.backbone.enable_lora(rank={rank}) без "
             "target_layer_names — Keras Hub сам выберет слои query и value.",
         )
 
-    trainable = _weights(model, "trainable_weights")
-    extra = [variable for variable in trainable if not _is_lora(variable)]
+    trainable = _variables(facts["trainable"])
+    extra = [v for v in trainable if not v.lora]
     if extra:
-        extra_params = sum(_size(variable) for variable in extra)
+        extra_params = sum(v.size for v in extra)
         return failed(
             title,
             "кроме матриц LoRA обучаются и другие веса.",
             f"Лишних обучаемых переменных: {format_number(len(extra))} "
-            f"({plural(extra_params, *_PARAMETERS)}), например: {_list_paths(extra)}.",
+            f"({plural(extra_params, *_PARAMETERS)}), например: "
+            f"{_list_paths([v.path for v in extra])}.",
             counts,
             "Подсказка: enable_lora замораживает всю модель, кроме адаптеров. Похоже, "
             "какой-то слой потом снова сделали обучаемым (layer.trainable = True или "
@@ -404,8 +454,7 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
             f"enable_lora(rank={rank}).",
         )
 
-    lora_trainable = [variable for variable in trainable if _is_lora(variable)]
-    if not lora_trainable:
+    if not any(v.lora for v in trainable):
         return failed(
             title,
             "матрицы LoRA заморожены: обучаемых весов нет совсем.",
@@ -421,6 +470,20 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
         "обучаются только её матрицы.",
         counts,
         "Слои с адаптерами, например: "
-        + ", ".join(_layer_path(layer) for layer in lora_layers[:SHOWN_PATHS])
+        + ", ".join(path for path, _ in lora_layers[:SHOWN_PATHS])
         + ".",
     )
+
+
+LORA_TITLE = "Адаптеры LoRA"
+LORA = GradedCheck("precision.check_lora", LORA_TITLE, lora_facts, judge_lora)
+
+
+@graded_check(LORA)
+def check_lora(model: Any, rank: int = 4) -> CheckResult:
+    """Проверяет LoRA: включена в слоях внимания с рангом ``rank``, обучаются только её матрицы.
+
+    Называет ошибку: LoRA не включена, ранг не тот (какой найден), LoRA не во всех
+    слоях-целях, обучаются лишние веса (какие). Показывает число обучаемых и всех
+    параметров.
+    """

@@ -171,3 +171,20 @@ def test_hidden_cases_catch_a_function_tuned_to_the_visible_ones():
     hidden = flops.check_compute_num_flops(tuned, cases=[(3e8, 2e10)])
     assert not hidden and "3·10⁸" not in hidden.message and "300 млн" in hidden.message
     assert flops.check_compute_num_flops(correct, cases=[(3e8, 2e10), (5, 7)])
+
+
+def test_a_hanging_function_is_stopped_and_not_called_again(monkeypatch):
+    import time
+
+    monkeypatch.setattr("feedback.calling.CALL_TIME_LIMIT", 0.3)
+    calls = []
+
+    def hangs(p, n):
+        calls.append((p, n))
+        while True:
+            pass
+
+    started = time.monotonic()
+    result = flops.check_compute_num_flops(hangs)
+    assert not result.passed and "не вернула ответ" in result.message
+    assert len(calls) == 1 and time.monotonic() - started < 3

@@ -112,3 +112,26 @@ def test_own_cases_are_used(name):
     assert check(solution, cases=[case])
     result = check(lambda *args: 1.0, cases=[case])
     assert not result and "Случай: " in result.message
+
+
+def test_a_function_reading_a_global_instead_of_its_argument_gets_a_hint():
+    param_count_global = 4e9  # как PARAM_COUNT в тетрадке
+
+    def calculate_param_memory(param_count, bytes_per_param):
+        return param_count_global * bytes_per_param / 1024**3
+
+    result = memory.check_calculate_param_memory(calculate_param_memory)
+    assert not result.passed
+    assert "не меняется, когда меняется param_count" in result.message
+    assert "PARAM_COUNT" in result.message
+
+    def calculate_gradient_memory(param_count, bytes_per_param):
+        return param_count * 4 / 1024**3  # BYTES_PER_PARAMETER вместо аргумента
+
+    result = memory.check_calculate_gradient_memory(calculate_gradient_memory)
+    assert "BYTES_PER_PARAMETER" in result.message and "bytes_per_param" in result.message
+
+
+def test_without_a_neighbouring_case_there_is_no_global_hint():
+    result = memory.check_calculate_param_memory(lambda p, b: 1.0, cases=[(1e9, 2)])
+    assert not result.passed and "глобальную" not in result.message

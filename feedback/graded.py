@@ -1,0 +1,177 @@
+"""Проверка курса как пара «наблюдение → вердикт».
+
+*Наблюдение* — то, что проверка узнаёт у объекта учащегося: что вернула его функция
+на заданных случаях, какие типы у весов модели, какие параметры у оптимизатора. Это
+данные JSON (см. :mod:`feedback.values`). *Вердикт* — русский ответ проверки,
+вынесенный только по наблюдению и параметрам проверки.
+
+В тетрадке учащегося обе части выполняются подряд в одной ячейке. При оценивании
+наблюдение снимается в песочнице с кодом учащегося (:mod:`feedback.probe`), а вердикт
+выносит программа преподавателя вне песочницы: ни строгий режим, ни эталонные числа, ни
+сама функция вердикта там недоступны коду учащегося. Поэтому подменить вердикт нельзя —
+можно только дать другой ответ, а его проверка оценит по существу.
+
+Наблюдение и в тетрадке проходит через JSON: учащийся видит ровно тот вердикт, который
+получит при оценивании.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import json
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from feedback.calling import LearnerProblem
+from feedback.result import CheckResult, failed, settle
+
+Params = Mapping[str, Any]
+Envelope = dict[str, Any]
+
+_NAME = re.compile(r"^(?P<module>[a-z_][a-z0-9_]*)\.(?P<function>check_[a-z0-9_]+)$")
+
+
+@dataclass(frozen=True)
+class GradedCheck:
+    """Описание одной проверки.
+
+    ``observe(*объекты, **параметры)`` возвращает наблюдение (JSON) или бросает
+    :class:`~feedback.calling.LearnerProblem`; ``judge(наблюдение, **параметры)``
+    возвращает вердикт. ``draw(rng, параметры)`` — параметры для оценивания: например,
+    случаи, которых учащийся не видел, свои у каждого учащегося.
+    """
+
+    name: str
+    title: str
+    observe: Callable[..., Any]
+    judge: Callable[..., CheckResult]
+    draw: Callable[[random.Random, Params], dict[str, Any]] | None = None
+
+    def observe_envelope(self, get_objects: Callable[[], Any], params: Params) -> Envelope:
+        """Наблюдение в конверте: ``{"ok": …}``, ``{"problem": …}`` или ``{"error": …}``.
+
+        Никогда не бросает исключений (кроме прерывания ядра): всё, что пошло не так,
+        становится частью конверта.
+        """
+        try:
+            objects = tuple(get_objects())
+        except NameError as error:
+            return _problem(
+                f"не найдена переменная: {error}.",
+                "Выполните ячейки задания выше, прежде чем запускать проверку.",
+            )
+        except Exception as error:
+            return _problem(f"не удалось получить ответ: {type(error).__name__}: {error}")
+        try:
+            observation = self.observe(*objects, **params)
+        except LearnerProblem as problem:
+            return {"problem": {"headline": problem.headline, "details": list(problem.details)}}
+        except Exception as error:
+            return {"error": f"{type(error).__name__}: {error}"[:500]}
+        return {"ok": observation}
+
+    def judge_envelope(self, envelope: Any, params: Params) -> CheckResult:
+        """Вердикт по конверту; испорченный конверт — непройденная проверка, не исключение."""
+        if not isinstance(envelope, dict):
+            return self._cannot_judge("наблюдение не похоже на результат проверки")
+        if "problem" in envelope:
+            problem = envelope["problem"] if isinstance(envelope["problem"], dict) else {}
+            details = problem.get("details")
+            details = [str(item) for item in details] if isinstance(details, list) else []
+            return failed(self.title, str(problem.get("headline", "ответ не проверен.")), *details)
+        if "error" in envelope:
+            return self._cannot_judge(str(envelope["error"]))
+        if "ok" not in envelope:
+            return self._cannot_judge("в наблюдении нет результата")
+        try:
+            return self.judge(envelope["ok"], **params)
+        except LearnerProblem as problem:
+            return failed(self.title, problem.headline, *problem.details)
+        except Exception as error:
+            return self._cannot_judge(f"{type(error).__name__}: {error}")
+
+    def _cannot_judge(self, reason: str) -> CheckResult:
+        return failed(
+            self.title,
+            "проверка не смогла завершиться.",
+            f"Причина: {reason}",
+            "Проверьте, что передали в проверку то, что просит задание; "
+            "если всё верно — сообщите преподавателю.",
+        )
+
+    def grading_params(self, rng: random.Random, params: Params) -> dict[str, Any]:
+        """Параметры для оценивания: заданные в ячейке плюс вытянутые ``draw``."""
+        return dict(self.draw(rng, params)) if self.draw else dict(params)
+
+
+def _problem(headline: str, *details: str) -> Envelope:
+    return {"problem": {"headline": headline, "details": list(details)}}
+
+
+def roundtrip(envelope: Envelope) -> Envelope:
+    """Конверт после JSON: то, что увидит вердикт при оценивании."""
+    return json.loads(json.dumps(envelope, ensure_ascii=False, allow_nan=False))
+
+
+def split_arguments(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Аргументы вызова проверки → (объекты учащегося, параметры проверки).
+
+    Объекты — обязательные аргументы (модель, функция, список); параметры — аргументы
+    со значением по умолчанию (``rank=4``, ``cases=…``), переданные явно.
+    Неверный вызов даёт ту же ``TypeError``, что и у обычной функции.
+    """
+    bound = signature.bind(*args, **kwargs)
+    required = [
+        name
+        for name, parameter in signature.parameters.items()
+        if parameter.default is inspect.Parameter.empty
+    ]
+    objects = tuple(bound.arguments[name] for name in required)
+    params = {name: value for name, value in bound.arguments.items() if name not in required}
+    return objects, params
+
+
+def graded_check(spec: GradedCheck) -> Callable[[Callable[..., Any]], Callable[..., CheckResult]]:
+    """Декоратор проверки для тетрадки: наблюдение → JSON → вердикт → строгий режим.
+
+    Тело декорируемой функции не выполняется: от неё берутся только имя, подпись и
+    документация, а работу делает ``spec``. Сама проверка доступна как ``.graded``.
+    """
+
+    def decorate(signature: Callable[..., Any]) -> Callable[..., CheckResult]:
+        parameters = inspect.signature(signature)
+
+        @functools.wraps(signature)
+        def check(*args: Any, **kwargs: Any) -> CheckResult:
+            objects, params = split_arguments(parameters, args, kwargs)
+            envelope = roundtrip(spec.observe_envelope(lambda: objects, params))
+            return settle(spec.judge_envelope(envelope, params))
+
+        check.graded = spec  # type: ignore[attr-defined]
+        return check
+
+    return decorate
+
+
+def check_function(name: str) -> Callable[..., CheckResult]:
+    """Проверка курса по имени из ячейки-теста, например ``"flops.check_compute_num_flops"``."""
+    match = _NAME.match(name)
+    if not match:
+        raise KeyError(f"не похоже на имя проверки курса: {name!r}")
+    module = importlib.import_module(f"feedback.{match['module']}")
+    function = getattr(module, match["function"], None)
+    if not isinstance(getattr(function, "graded", None), GradedCheck):
+        raise KeyError(f"в feedback.{match['module']} нет проверки {match['function']}")
+    return function
+
+
+def find(name: str) -> GradedCheck:
+    """Описание проверки (:class:`GradedCheck`) по её имени."""
+    return check_function(name).graded  # type: ignore[attr-defined]
