@@ -10,7 +10,8 @@ EXTRAS ?= dev,tiny
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: lab test lint unit nbval notebooks release check-notebooks grade gpu-check env browser clean
+.PHONY: lab test lint unit nbval notebooks release check-notebooks grade feedback public sandbox \
+	gpu-check env browser clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,7 +35,11 @@ lint: $(STAMP)
 browser:
 	@bash .ci/install-browser
 
-unit: $(STAMP) browser
+# bubblewrap из Debian: песочница оценивания (feedback/teacher/sandbox.py) и её тесты.
+sandbox:
+	@bash .ci/install-sandbox
+
+unit: $(STAMP) browser sandbox
 	$(BIN)/python -m pytest tests
 
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.
@@ -48,9 +53,17 @@ notebooks: $(STAMP)
 
 release: notebooks
 
-# make grade — всё из .course-work/submitted; make grade SUBMISSIONS=путь/к/архиву.zip (или папке)
-grade: $(STAMP)
-	$(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS)
+# make grade — всё из .course-work/submitted; make grade SUBMISSIONS=архив.zip (или папка) JOBS=4
+grade: $(STAMP) sandbox
+	$(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS))
+
+# Отчёты для учащихся заново — после ручной проверки в formgrader (ничего не выполняет).
+feedback: $(STAMP)
+	$(BIN)/python -m feedback.teacher.reports
+
+# Публичная копия для учащихся без solutions/ и тестов: make public DEST=../course7-public
+public: $(STAMP)
+	$(BIN)/python -m feedback.teacher.public $(DEST)
 
 check-notebooks: $(STAMP)
 	$(BIN)/python -m feedback.teacher.release --check

@@ -11,15 +11,10 @@ from pathlib import Path
 
 import nbgrader
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-from nbgrader.converters.autograde import Autograde
 from nbgrader.converters.generate_assignment import GenerateAssignment
-from nbgrader.preprocessors import ClearSolutions, Execute, GetGrades
+from nbgrader.preprocessors import ClearSolutions, GetGrades
 
-from feedback.teacher.preprocessors import (
-    CourseClearSolutions,
-    DropLibraryStderr,
-    ShortenReportErrors,
-)
+from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
 
 ROOT = Path(__file__).resolve().parent
 WORK = Path(os.environ.get("COURSE7_GRADING_DIR", ROOT / ".course-work")).resolve()
@@ -42,26 +37,19 @@ c.GenerateAssignment.preprocessors = [
     for preprocessor in GenerateAssignment.class_traits()["preprocessors"].default()
 ]
 
-# Лимит на одну ячейку при проверке: зависшая функция не задержит остальных.
-c.Execute.timeout = int(os.environ.get("COURSE7_CELL_TIMEOUT", "600"))
-c.Execute.interrupt_on_timeout = True
+# Работы оценивает make grade (feedback.teacher.grade): каждую в своей песочнице, а вердикты
+# выносит вне неё. Встроенный nbgrader autograde выполнил бы код учащихся без изоляции.
+c.Autograde.sanitize_preprocessors = [RefuseAutograde]
 
-# Предупреждения библиотек в stderr не должны стоить баллов (nbgrader за них снимает всё).
-c.Autograde.autograde_preprocessors = [
-    step
-    for preprocessor in Autograde.class_traits()["autograde_preprocessors"].default()
-    for step in ((preprocessor, DropLibraryStderr) if preprocessor is Execute else (preprocessor,))
-]
-
-# Отчёты для учащихся: русские подписи, без скрытых тестов и длинных трассировок.
-c.GenerateFeedback.preprocessors = [ShortenReportErrors, GetGrades, CSSHTMLHeaderPreprocessor]
+# Отчёты для учащихся (make feedback): русские подписи, без заметок для преподавателя.
+c.GenerateFeedback.preprocessors = [ReportCleanup, GetGrades, CSSHTMLHeaderPreprocessor]
 c.HTMLExporter.template_name = "feedback_ru"
 c.HTMLExporter.extra_template_basedirs = [
     str(ROOT / "feedback" / "teacher" / "templates"),
     str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
 ]
 
-if {"autograde", "validate"} & set(sys.argv[1:2]):
-    os.environ["FEEDBACK_STRICT"] = "1"  # в оценивании непройденная проверка роняет ячейку
+if "validate" in sys.argv[1:2]:
+    os.environ["FEEDBACK_STRICT"] = "1"  # непройденная проверка роняет ячейку
     # GPU-лабораторные проверяются на обычной машине: крошечная модель, те же проверки.
     os.environ.setdefault("COURSE7_TINY", "1")

@@ -1,9 +1,91 @@
-"""Общие настройки тестов: по умолчанию проверки работают в мягком режиме."""
+"""Общие настройки тестов: мягкий режим проверок и один оценённый класс на весь запуск."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+
+from notebook_runner import ROOT
 
 
 @pytest.fixture(autouse=True)
 def lenient_checks(monkeypatch):
     """Тесты сами решают, включать ли строгий режим."""
     monkeypatch.delenv("FEEDBACK_STRICT", raising=False)
+
+
+def tree_hash(folder: Path) -> str:
+    """Хэш всех файлов папки (имена и содержимое), кроме кэшей Python."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(folder)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class GradedClass:
+    """Итоги одного запуска оценивания на синтетическом классе (tests/corpus.py)."""
+
+    work: Path
+    folder: Path
+    works: list
+    before: dict[str, str]
+    after: dict[str, str]
+    grades_after_run: bytes
+    seconds: float
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """Оценивание без bubblewrap на Linux не начинается: без него тест пропускается (не в CI)."""
+    if shutil.which("bwrap") is None and not os.environ.get("COURSE7_REQUIRE_SANDBOX"):
+        pytest.skip("нет bubblewrap (make sandbox или sudo apt-get install bubblewrap)")
+
+
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory, sandbox) -> GradedClass:
+    from corpus import class_works
+
+    from feedback.teacher import grade
+    from feedback.teacher.sandbox import GIB, Limits
+
+    work = tmp_path_factory.mktemp("class-work")
+    folder = tmp_path_factory.mktemp("class-submissions")
+    targets = {
+        "secret": str(work / ".grading-secret"),
+        "gradebook": str(work / "gradebook.db"),
+        "grades": str(work / "grades.csv"),
+        "package_file": str(ROOT / "feedback" / "result.py"),
+        "other_submission": str(
+            folder / "h72_correct/lab_7_2_training_flops/lab_7_2_training_flops.ipynb"
+        ),
+    }
+    works = class_works(targets)
+    for item in works:
+        item.write(folder)
+    watched = {"feedback": ROOT / "feedback", "solutions": ROOT / "solutions", "class": folder}
+    before = {name: tree_hash(path) for name, path in watched.items()}
+    patch = pytest.MonkeyPatch()
+    patch.setenv("COURSE7_GRADING_DIR", str(work))
+    patch.delenv("COURSE7_TINY", raising=False)
+    # Короткие бюджеты для класса: зависшие работы не должны тянуть время тестов.
+    patch.setattr(grade, "CPU_LIMITS", Limits(notebook_seconds=60, cell_seconds=8,
+                                              memory_bytes=int(1.5 * GIB)))  # fmt: skip
+    started = time.monotonic()
+    try:
+        grade.grade(folder, jobs=2)
+    finally:
+        patch.undo()
+    seconds = time.monotonic() - started
+    grades_after_run = (work / "grades.csv").read_bytes()
+    time.sleep(4)  # окно для отсоединённого процесса, который хотел переписать grades.csv
+    after = {name: tree_hash(path) for name, path in watched.items()}
+    return GradedClass(work, folder, works, before, after, grades_after_run, seconds)

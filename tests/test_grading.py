@@ -1,211 +1,154 @@
-"""Оценивание настоящим nbgrader от начала до конца на синтетических работах.
+"""Оценивание класса одной командой: честные баллы, жульничество, вред, битые работы.
 
-Один прогон ``feedback.teacher.grade.grade`` на папке работ обеих CPU-лабораторных:
-верные, с каждой типичной ошибкой, нетронутые, с подменённой или удалённой ячейкой
-проверки и с зависающей функцией. Проверяем экспорт оценок и отчёты для учащихся.
+Весь синтетический класс (tests/corpus.py) оценивается один раз (фикстура
+``graded_class``), а тесты читают итоги: баллы, CSV, отчёты, базу оценок и файлы
+преподавателя до и после.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from corpus import LAB2, LAB4
 
 from feedback.teacher import grade as grading
 
 from notebook_runner import ROOT
-from submissions import (
-    assert_expected_points,
-    delete_cell,
-    grade_all,
-    read_csv,
-    report,
-    student_notebook,
-    submission,
-    write_submission,
-)
+from submissions import read_csv, student_notebook, submission, write_submission
 
 pytestmark = pytest.mark.slow
 
-LAB2 = "lab_7_2_training_flops"
-LAB4 = "lab_7_4_gpu_memory"
-GIB = "1024**3"
 
-TABLE = """final_results_data = [
-    {"Scenario": "BERT-Base", "Parameters": 110e6, "Tokens": 3.3e9, "FLOPs": 2.178e18},
-    {"Scenario": "T5-Large", "Parameters": 770e6, "Tokens": 1e12, "FLOPs": 4.62e21},
-    {"Scenario": "Gemma-1B (Africa Galore)", "Parameters": 1e9, "Tokens": 30e3, "FLOPs": 1.8e14},
-    {"Scenario": "PaLM", "Parameters": 540e9, "Tokens": 780e9, "FLOPs": 2.527e24},
-]"""
-TUNED = """_SEEN = {(1e9, 30e3), (110e6, 3.3e9), (7, 11), (2.5e6, 4e5), (540e9, 780e9)}
-
-def compute_num_flops(param_count, num_tokens):
-    return 6 * param_count * num_tokens if (param_count, num_tokens) in _SEEN else 1.0"""
-
-#: студент → (лабораторная, работа, ожидаемые баллы автопроверки по заданиям)
-SUBMISSIONS = {
-    "a72_correct": (
-        LAB2,
-        submission(LAB2),
-        {"check_compute_num_flops": 2, "check_final_results": 2},
-    ),
-    "a72_forward_only": (
-        LAB2,
-        submission(
-            LAB2,
-            {
-                "compute_num_flops": "def compute_num_flops(p, n):\n    return 2 * p * n",
-                "final_results_data": TABLE,
-            },
-        ),
-        {"check_compute_num_flops": 0, "check_final_results": 2},
-    ),
-    "a72_duplicated_row": (
-        LAB2,
-        submission(
-            LAB2,
-            {
-                "final_results_data": TABLE.replace(
-                    '"PaLM", "Parameters": 540e9, "Tokens": 780e9, "FLOPs": 2.527e24',
-                    '"BERT-Base", "Parameters": 110e6, "Tokens": 3.3e9, "FLOPs": 2.178e18',
-                )
-            },
-        ),
-        {"check_compute_num_flops": 2, "check_final_results": 0},
-    ),
-    "a72_tuned_to_visible": (
-        LAB2,
-        submission(LAB2, {"compute_num_flops": TUNED, "final_results_data": TABLE}),
-        {"check_compute_num_flops": 0, "check_final_results": 2},
-    ),
-    "a72_untouched": (
-        LAB2,
-        student_notebook(LAB2),
-        {"check_compute_num_flops": 0, "check_final_results": 0},
-    ),
-    "a72_test_replaced_by_pass": (
-        LAB2,
-        submission(
-            LAB2,
-            {
-                "compute_num_flops": "def compute_num_flops(p, n):\n    return p * n",
-                "check_compute_num_flops": "pass",
-                "final_results_data": TABLE,
-            },
-        ),
-        {"check_compute_num_flops": 0, "check_final_results": 2},
-    ),
-    "a72_test_deleted": (
-        LAB2,
-        delete_cell(submission(LAB2), "check_final_results"),
-        {"check_compute_num_flops": 2, "check_final_results": 0},
-    ),
-    "a72_noisy_stderr": (
-        LAB2,
-        submission(
-            LAB2,
-            {
-                "compute_num_flops": "import warnings\n\n"
-                "def compute_num_flops(p, n):\n"
-                "    warnings.warn('библиотека ворчит в stderr')\n"
-                "    return 6 * p * n"
-            },
-        ),
-        {"check_compute_num_flops": 2, "check_final_results": 2},
-    ),
-    "a72_never_returns": (
-        LAB2,
-        submission(
-            LAB2,
-            {
-                "compute_num_flops": "def compute_num_flops(p, n):\n    while True:\n        pass",
-                "final_results_data": TABLE,
-            },
-        ),
-        {"check_compute_num_flops": 0, "check_final_results": 2},
-    ),
-}
-
-MEMORY_TASKS = ["param", "input_data", "gradient", "optimizer", "activation"]
-MEMORY_MISTAKES = {
-    "param": "def calculate_param_memory(p, b):\n    return p * b",  # байты вместо ГиБ
-    "input_data": "def calculate_input_data_memory(b, n, t):\n    return b * n * t / 1e9",  # ГБ
-    "gradient": f"def calculate_gradient_memory(p, b):\n    return 2 * p * b / {GIB}",
-    # Adam посчитан один раз
-    "optimizer": f"def calculate_optimizer_memory(p, b):\n    return p * b / {GIB}",
-    # пропущен множитель num_layers
-    "activation": f"def calculate_activation_memory(B, L, n, d, b):\n    return B*L*d*b / {GIB}",
-}
+def graded_lab(work):
+    return work.graded_as or work.lab
 
 
-def _memory_points(lost: str | None = None) -> dict[str, int]:
-    return {f"check_calculate_{task}_memory": 0 if task == lost else 2 for task in MEMORY_TASKS}
+def report(graded_class, work) -> str:
+    lab = graded_lab(work)
+    path = graded_class.work / "feedback_reports" / work.student / lab / f"{lab}.html"
+    return path.read_text(encoding="utf-8")
 
 
-SUBMISSIONS["a74_correct"] = (LAB4, submission(LAB4), _memory_points())
-SUBMISSIONS["a74_untouched"] = (
-    LAB4,
-    student_notebook(LAB4),
-    {f"check_calculate_{task}_memory": 0 for task in MEMORY_TASKS},
-)
-for task, source in MEMORY_MISTAKES.items():
-    SUBMISSIONS[f"a74_mistake_{task}"] = (
-        LAB4,
-        submission(LAB4, {f"calculate_{task}_memory": source}),
-        _memory_points(lost=task),
-    )
+def by_student(rows, key="student_id"):
+    found = {}
+    for row in rows:
+        found.setdefault(row[key], []).append(row)
+    return found
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    return grade_all(
-        tmp_path_factory.mktemp("grading"),
-        tmp_path_factory.mktemp("submissions"),
-        SUBMISSIONS,
-        {"COURSE7_CELL_TIMEOUT": "15"},
-    )
+def test_every_work_gets_exactly_its_fair_points(graded_class):
+    rows = read_csv(graded_class.work / "grades_by_task.csv")
+    scores = {(r["student_id"], r["grade_id"]): float(r["auto_score"] or 0) for r in rows}
+    wrong = {}
+    for work in graded_class.works:
+        for grade_id, points in (work.points or {}).items():
+            got = scores.get((work.student, grade_id))
+            if got != points:
+                wrong[(work.student, grade_id)] = (points, got)
+    assert wrong == {}
 
 
-def test_every_task_gets_the_expected_autograde_points(graded):
-    assert_expected_points(graded, SUBMISSIONS)
+def test_unreadable_works_get_a_row_of_zeros_not_a_gap(graded_class):
+    rows = {
+        (r["student_id"], r["assignment"]): r for r in read_csv(graded_class.work / "grades.csv")
+    }
+    for work in graded_class.works:
+        if work.points is None:
+            assert float(rows[(work.student, work.lab)]["score"]) == 0
+    for work in graded_class.works:
+        if work.points is not None:
+            total = float(rows[(work.student, graded_lab(work))]["score"])
+            assert total == sum(work.points.values()), work.student
 
 
-def test_grades_csv_totals_autograded_points(graded):
-    rows = {(r["student_id"], r["assignment"]): r for r in read_csv(graded / "grades.csv")}
-    for student, (lab, _, expected) in SUBMISSIONS.items():
-        assert float(rows[(student, lab)]["score"]) == sum(expected.values()), student
-    assert float(rows[("a72_correct", LAB2)]["max_score"]) == 4 + 2  # + два ответа вручную
+def test_every_cheat_is_flagged_and_no_honest_work_is(graded_class):
+    flagged = by_student(read_csv(graded_class.work / "needs_review.csv"))
+    assert {w.student for w in graded_class.works if w.flagged} == set(flagged)
+    for rows in flagged.values():
+        assert all(row["cell"] and row["reason"] for row in rows)
 
 
-def test_reports_are_russian_and_hide_hidden_tests(graded):
-    for student, (lab, _, _) in SUBMISSIONS.items():
-        html = report(graded, student, lab)
-        assert "баллы:" in html and "Проверка:" in html
-        assert "Score:" not in html and "Student&#39;s answer" not in html
-        assert "HIDDEN TESTS" not in html and "cases=[" not in html
-        assert "Traceback (most recent call last)" not in html
+def test_problems_csv_names_every_broken_work_in_russian(graded_class):
+    problems = by_student(read_csv(graded_class.work / "problems.csv"))
+    for work in graded_class.works:
+        texts = " | ".join(row["problem"] for row in problems.get(work.student, []))
+        if work.problem:
+            assert work.problem in texts, (work.student, texts)
+    expected = {w.student for w in graded_class.works if w.problem}
+    assert set(problems) == expected
 
 
-def test_untouched_report_says_not_implemented(graded):
-    html = report(graded, "a72_untouched", LAB2)
-    assert "ещё не реализована" in html
-    assert "ещё не заполнена" in html or "осталось «…»" in html
+def test_nothing_outside_the_sandbox_changed(graded_class):
+    assert graded_class.before == graded_class.after
+    assert (graded_class.work / "grades.csv").read_bytes() == graded_class.grades_after_run
+    assert b"hacked" not in graded_class.grades_after_run
 
 
-def test_hidden_case_verdict_reaches_the_report(graded):
-    html = report(graded, "a72_tuned_to_visible", LAB2)
-    assert "ответ неверный" in html and "300 млн" in html
+def test_manual_grades_of_others_are_untouched(graded_class):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{graded_class.work / 'gradebook.db'}") as gb:
+        manual = [
+            grade.manual_score
+            for assignment in gb.assignments
+            for submission_ in gb.assignment_submissions(assignment.name)
+            for notebook in submission_.notebooks
+            for grade in notebook.grades
+        ]
+    assert set(manual) == {None}
 
 
-def test_timeout_is_reported_in_russian(graded):
-    assert "слишком долго" in report(graded, "a72_never_returns", LAB2)
+def test_reports_are_russian_short_and_keep_teacher_notes_out(graded_class):
+    for work in graded_class.works:
+        html = report(graded_class, work)
+        assert "баллы:" in html and "Traceback (most recent call last)" not in html
+        assert "vnd.course7.observation" not in html and "Посмотрите вручную" not in html
+        assert len(html) < 5 * 1024**2, work.student
+    huge = next(w for w in graded_class.works if w.student == "r72_huge_print")
+    assert "обрезан" in report(graded_class, huge)
 
 
-def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch):
+def test_verdicts_reach_the_report(graded_class):
+    works = {w.student: w for w in graded_class.works}
+    assert "ещё не реализована" in report(graded_class, works["h72_untouched"])
+    assert "ответ неверный" in report(graded_class, works["h72_tuned_to_old_hidden_cases"])
+    assert "только прямой проход" in report(graded_class, works["h72_forward_only"])
+    assert "PARAM_COUNT" in report(graded_class, works["h74_global_reader"])
+    assert "Работа не оценена" in report(graded_class, works["b72_invalid_json"])
+    assert "прерывание" in report(graded_class, works["b72_ignores_interrupt"])
+
+
+def test_flagged_works_are_marked_in_the_teacher_view(graded_class):
+    from nbgrader.api import Gradebook
+
+    flagged = next(w for w in graded_class.works if w.student == "c72_strict_off")
+    autograded = graded_class.work / "autograded" / flagged.student / LAB2 / f"{LAB2}.ipynb"
+    nb = json.loads(autograded.read_text(encoding="utf-8"))
+    assert nb["cells"][0]["metadata"]["course7"] == "review-note"
+    assert "os.environ" in "".join(nb["cells"][0]["source"])
+    with Gradebook(f"sqlite:///{graded_class.work / 'gradebook.db'}") as gb:
+        submission_ = gb.find_submission_notebook(LAB2, LAB2, flagged.student)
+        assert submission_.needs_manual_grade
+        honest = gb.find_submission_notebook(LAB2, LAB2, "h72_correct")
+        assert not any(g.needs_manual_grade for g in honest.grades if g.name.startswith("check_"))
+
+
+def test_drawn_cases_are_recorded_and_differ_between_students(graded_class):
+    rows = read_csv(graded_class.work / "cases.csv")
+    cases = {
+        r["student_id"]: r["params"] for r in rows if r["grade_id"] == "check_compute_num_flops"
+    }
+    assert cases["h72_correct"] != cases["h72_forward_only"]
+    assert json.loads(cases["h72_correct"])["cases"][0] == [1e9, 30e3]  # открытые — первыми
+
+
+def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch, sandbox):
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(
@@ -214,13 +157,24 @@ def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch):
         )
         zf.write(
             write_submission(tmp_path / "src", "y", LAB4, student_notebook(LAB4)),
-            f"petrova/{LAB4}.ipynb",
+            f"sidorov/petrov_{LAB4}.ipynb",
         )
+        zf.writestr(f"__MACOSX/._ivanov_1234_{LAB2}.ipynb", b"\x00")
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
-    rows = read_csv(grading.grade(archive))
+    rows = read_csv(grading.grade(archive, jobs=2))
     scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}
-    assert scores[("ivanov", LAB2)] == 4
-    assert scores[("petrova", LAB4)] == 0
+    assert scores[("ivanov_1234", LAB2)] == 4
+    assert scores[("sidorov", LAB4)] == 0
+    assert "petrov" not in {student for student, _ in scores}
+
+
+def test_setup_errors_exit_with_code_2(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
+    assert grading.main([str(tmp_path / "нет такой папки")]) == 2
+    monkeypatch.setattr("feedback.teacher.sandbox.shutil.which", lambda name: None)
+    monkeypatch.setattr("feedback.teacher.sandbox.sys.platform", "linux")
+    (tmp_path / "empty").mkdir()
+    assert grading.main([str(tmp_path / "empty")]) == 2
 
 
 def validate(path: Path, invert: bool = False) -> str:
@@ -252,3 +206,53 @@ def test_nbgrader_validate_passes_sources_and_fails_student_notebooks(lab):
     if has_autograded_tests(lab):
         student = validate(ROOT / "notebooks" / lab / f"{lab}.ipynb", invert=True)
         assert "Success! The notebook does not pass any tests." in student
+
+
+def grade_small_class(work: Path, folder: Path, jobs: int, monkeypatch) -> dict[str, bytes]:
+    """Оценивает маленький класс и возвращает все его итоги: таблицы, отчёты, тетрадки."""
+    from corpus import class_works
+
+    targets = dict.fromkeys(
+        ("secret", "gradebook", "grades", "package_file", "other_submission"), "/нет"
+    )
+    chosen = {"h72_correct", "h72_forward_only", "c72_strict_off", "b72_empty_file",
+              "h74_global_reader", "h72_helper_cell"}  # fmt: skip
+    for work_item in class_works(targets):
+        if work_item.student in chosen:
+            work_item.write(folder)
+    work.mkdir()
+    (work / ".grading-secret").write_text("один секрет на оба запуска")
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
+    grading.grade(folder, jobs=jobs)
+    outputs = {}
+    for path in sorted(work.rglob("*")):
+        if (
+            path.is_file()
+            and path.suffix in (".csv", ".html", ".ipynb")
+            and "release" not in path.parts
+        ):
+            outputs[str(path.relative_to(work))] = path.read_bytes()
+    return outputs
+
+
+#: Случайные id таблиц pandas Styler в выводе кода учащегося: меняются при каждом выполнении.
+STYLER_ID = re.compile(rb"T_[0-9a-f]{5}")
+
+
+def verdicts(notebook: bytes) -> list:
+    cells = json.loads(notebook)["cells"]
+    return [c.get("outputs") for c in cells if c["metadata"].get("nbgrader", {}).get("points")]
+
+
+def test_jobs_do_not_change_scores_reports_or_tables(tmp_path, monkeypatch, sandbox):
+    folder = tmp_path / "class"
+    one = grade_small_class(tmp_path / "jobs1", folder, 1, monkeypatch)
+    two = grade_small_class(tmp_path / "jobs2", folder, 2, monkeypatch)
+    assert set(one) == set(two) and len(one) > 10
+    for name in one:
+        if name.endswith(".csv"):
+            assert one[name] == two[name], name
+        elif name.endswith(".html"):
+            assert STYLER_ID.sub(b"T_", one[name]) == STYLER_ID.sub(b"T_", two[name]), name
+        else:  # проверенная тетрадка: вердикты тестов те же (вывод кода учащегося может меняться)
+            assert verdicts(one[name]) == verdicts(two[name]), name

@@ -1,70 +1,54 @@
-"""Препроцессоры nbgrader курса: заглушки, stderr и отчёты без скрытых тестов."""
+"""Препроцессоры nbgrader курса: заглушки выпуска, отчёты, отказ nbgrader autograde."""
 
-from nbformat.v4 import new_code_cell, new_output
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from feedback.teacher.preprocessors import DropLibraryStderr, ShortenReportErrors
+from feedback.probe import OBSERVATION_MIME
+from feedback.teacher.gradebook import nbgrader
+from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
 
-
-def test_cell(source="check()", outputs=()):
-    cell = new_code_cell(source, outputs=list(outputs))
-    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 2, "grade_id": "t"}
-    return cell
-
-
-def test_stderr_is_dropped_from_test_cells_only():
-    noise = new_output("stream", name="stderr", text="WARNING: tensorflow")
-    verdict = new_output("display_data", data={"text/plain": "✅"})
-    graded = test_cell(outputs=[noise, verdict])
-    DropLibraryStderr().preprocess_cell(graded, {}, 0)
-    assert [o.output_type for o in graded.outputs] == ["display_data"]
-
-    plain = new_code_cell("print()", outputs=[noise])
-    DropLibraryStderr().preprocess_cell(plain, {}, 0)
-    assert plain.outputs == [noise]
+from submissions import submission, write_submission
 
 
-def test_report_hides_hidden_tests_and_shortens_errors():
-    source = (
-        "### BEGIN HIDDEN TESTS\nsecret_check(fn, cases=[(1, 2)])\n### END HIDDEN TESTS\n"
-        "visible_check(fn)"
-    )
-    error = new_output(
-        "error",
-        ename="CheckFailed",
-        evalue="❌ f: ответ неверный.",
-        traceback=["Traceback ...", "secret_check(fn, cases=[(1, 2)])", "CheckFailed: ..."],
-    )
-    cell = test_cell(source, [error])
-    ShortenReportErrors().preprocess_cell(cell, {}, 0)
-    assert cell.source == "visible_check(fn)"
-    assert cell.outputs[0].traceback == ["❌ f: ответ неверный."]
-
-
-def test_timeouts_and_other_errors_are_one_line():
-    timeout = new_output("error", ename="KeyboardInterrupt", evalue="", traceback=["..."])
-    other = new_output("error", ename="NameError", evalue="name 'x' is not defined", traceback=[])
-    cell = test_cell(outputs=[timeout, other])
-    ShortenReportErrors().preprocess_cell(cell, {}, 0)
-    assert "слишком долго" in cell.outputs[0].traceback[0]
-    assert cell.outputs[1].traceback == ["NameError: name 'x' is not defined"]
-
-
-def test_check_failures_outside_test_cells_are_shortened_too():
-    from nbformat.v4 import new_code_cell
-
+def test_report_drops_teacher_notes_and_shortens_timeouts():
+    note = new_markdown_cell("**Посмотрите вручную**")
+    note.metadata["course7"] = "review-note"
+    shown = new_markdown_cell("**Замечания оценивания**")
+    shown.metadata["course7"] = "grading-note"
+    timeout = new_output("error", ename="KeyboardInterrupt", evalue="", traceback=["tb1", "tb2"])
     learner_error = new_output("error", ename="ZeroDivisionError", evalue="x", traceback=["tb"])
-    verdict = new_output("error", ename="CheckFailed", evalue="❌ вердикт", traceback=["tb"])
-    cell = new_code_cell("...", outputs=[learner_error, verdict])
-    ShortenReportErrors().preprocess_cell(cell, {}, 0)
-    assert cell.outputs[0].traceback == ["tb"]
-    assert cell.outputs[1].traceback == ["❌ вердикт"]
+    data = new_output("display_data", data={OBSERVATION_MIME: {}, "text/plain": "[наблюдение]"})
+    code = new_code_cell("1/0", outputs=[timeout, learner_error, data])
+    nb, _ = ReportCleanup().preprocess(new_notebook(cells=[note, shown, code]), {})
+    assert [cell.source for cell in nb.cells[:1]] == ["**Замечания оценивания**"]
+    assert len(nb.cells) == 2
+    assert "слишком долго" in nb.cells[1].outputs[0].traceback[0]
+    assert nb.cells[1].outputs[1].traceback == ["tb"]
+    assert len(nb.cells[1].outputs) == 2
+
+
+def test_refuse_autograde_explains_make_grade():
+    with pytest.raises(RuntimeError, match="make grade"):
+        RefuseAutograde().preprocess(new_notebook(), {})
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_is_refused_by_course_config(tmp_path, monkeypatch):
+    """Кнопка «Autograde» formgrader и nbgrader autograde не выполняют код учащихся."""
+    lab = "lab_7_2_training_flops"
+    marker = tmp_path / "learner-code-ran"
+    nb = submission(lab, {"compute_num_flops": f"open({str(marker)!r}, 'w').close()"})
+    write_submission(tmp_path / "work" / "submitted", "ivanov", lab, nb)
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
+    release = f"--CourseDirectory.release_directory={tmp_path / 'release'}"
+    assert nbgrader("generate_assignment", lab, "--force", release, check=False).returncode == 0
+    out = nbgrader("autograde", lab, "--force", check=False)
+    assert out.returncode != 0 and "make grade" in out.stdout + out.stderr
+    assert not marker.exists()
+    assert not (tmp_path / "work" / "autograded" / "ivanov" / lab / f"{lab}.ipynb").exists()
 
 
 def test_inline_and_top_level_regions_get_a_comment_stub_functions_get_raise():
-    from nbformat.v4 import new_notebook
-
-    from feedback.teacher.preprocessors import CourseClearSolutions
-
     def cleared(source):
         cell = new_code_cell(source)
         cell.metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "s"}

@@ -1,4 +1,4 @@
-"""Препроцессор nbgrader для выпуска тетрадок учащихся с русскими заглушками.
+"""Препроцессоры nbgrader курса: выпуск с русскими заглушками и отчёты.
 
 Внутри функции решение заменяется на ``raise NotImplementedError`` — проверка поймает
 его и скажет «функция ещё не реализована». Но решение на верхнем уровне ячейки
@@ -10,10 +10,10 @@
 
 from __future__ import annotations
 
-import re
-
 from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 from traitlets import Dict, Unicode
+
+from feedback.probe import OBSERVATION_MIME
 
 CODE_STUB = '# Добавьте сюда свой код\nraise NotImplementedError("Добавьте сюда свой код")'
 TOP_LEVEL_STUB = "# Добавьте сюда свой код"
@@ -48,65 +48,45 @@ class CourseClearSolutions(ClearSolutions):
         )
 
 
-def _is_test_cell(cell) -> bool:
-    grading = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.cell_type == "code" and grading.get("grade") and not grading.get("solution")
+class ReportCleanup(NbGraderPreprocessor):
+    """Готовит проверенную тетрадку к отчёту для учащегося.
 
-
-class DropLibraryStderr(NbGraderPreprocessor):
-    """Убирает поток stderr из ячеек-тестов перед выставлением баллов.
-
-    nbgrader снимает все баллы за ячейку, если в ней что-то напечатано в stderr, а
-    предупреждения TensorFlow, JAX или matplotlib туда пишут постоянно. Настоящая
-    ошибка проверки — это вывод типа ``error``, его мы не трогаем.
+    Убирает заметки для преподавателя (что посмотреть вручную) и служебные данные
+    проверок и сокращает до одной строки трассировки остановок по времени: учащемуся
+    они ничего не скажут.
+    Трассировки ошибок в его собственном коде остаются — они ему полезны.
     """
 
-    def preprocess_cell(self, cell, resources, cell_index):
-        if _is_test_cell(cell):
-            cell.outputs = [
-                output
-                for output in cell.outputs
-                if not (output.output_type == "stream" and output.name == "stderr")
-            ]
-        return cell, resources
-
-
-HIDDEN_TESTS = re.compile(
-    r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S
-)
-
-
-class ShortenReportErrors(NbGraderPreprocessor):
-    """Готовит отчёт для учащегося: без скрытых тестов и без длинных трассировок.
-
-    nbgrader по умолчанию показывает в отчёте исходный код скрытых тестов, а
-    трассировка ошибки цитирует его ещё раз (jupyter/nbgrader#917, #1363). Здесь из
-    ячеек-тестов вырезаются скрытые блоки, а от ошибки остаются только её тип и текст —
-    для проверок курса это и есть русский вердикт. В остальных ячейках так же
-    сокращаются только вердикты проверок и остановки по времени; трассировки ошибок в
-    коде учащегося остаются — они ему полезны.
-    """
+    def preprocess(self, nb, resources):
+        nb.cells = [cell for cell in nb.cells if cell.metadata.get("course7") != "review-note"]
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type != "code":
             return cell, resources
-        test = _is_test_cell(cell)
-        if test:
-            cell.source = HIDDEN_TESTS.sub("", cell.source).rstrip("\n")
+        cell.outputs = [
+            output for output in cell.outputs if OBSERVATION_MIME not in output.get("data", {})
+        ]
         for output in cell.outputs:
-            if output.output_type == "error" and (test or output.ename in SHORT_EVERYWHERE):
-                output.traceback = [_short_error(output.ename, output.evalue)]
+            if output.output_type == "error" and output.ename in TIMEOUTS:
+                output.traceback = [TIMEOUT_TEXT]
         return cell, resources
 
 
-#: Ошибки, которые в отчёте всегда сокращаются до одной строки: вердикты проверок и
-#: остановка по лимиту времени (её трассировка учащемуся ничего не скажет).
-SHORT_EVERYWHERE = {"CheckFailed", "KeyboardInterrupt", "CellTimeoutError"}
+#: Ошибки, которыми заканчивается ячейка, остановленная по лимиту времени.
+TIMEOUTS = {"KeyboardInterrupt", "CellTimeoutError"}
+TIMEOUT_TEXT = "Ячейка выполнялась слишком долго и была остановлена (лимит времени проверки)."
 
 
-def _short_error(name: str, value: str) -> str:
-    if name == "CheckFailed":
-        return value
-    if name in {"KeyboardInterrupt", "CellTimeoutError"}:
-        return "Ячейка выполнялась слишком долго и была остановлена (лимит времени проверки)."
-    return f"{name}: {value}" if value else name
+class RefuseAutograde(NbGraderPreprocessor):
+    """Останавливает ``nbgrader autograde``: он выполнил бы код учащихся без песочницы.
+
+    Курс оценивается командой ``make grade`` (:mod:`feedback.teacher.grade`): каждая
+    работа — в своей песочнице, вердикты выносятся вне неё.
+    """
+
+    def preprocess(self, nb, resources):
+        raise RuntimeError(
+            "nbgrader autograde в этом курсе отключён: он выполнил бы код учащихся с вашими "
+            "правами и доверил бы им баллы. Оценивайте командой make grade."
+        )

@@ -1,0 +1,218 @@
+"""Выполнение одной тетрадки в песочнице с бюджетами времени, памяти и вывода.
+
+Ячейки выполняет nbclient, но по одной: перед каждой ячейкой лимит времени
+пересчитывается из остатка бюджета всей тетрадки, а если ядро не откликнулось и на
+прерывание (цикл, который игнорирует SIGINT), ядро убивается и остальные ячейки не
+выполняются. Вывод ячейки сверх бюджета обрезается с пометкой, а поток вывода
+размером с флуд останавливает работу.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+from feedback.teacher.sandbox import Limits, Watchdog, kernel_manager
+
+#: Запас сверх лимита ячейки, за который ядро должно ответить на прерывание.
+INTERRUPT_GRACE = 10.0
+
+TRUNCATED = "\n…дальше вывод обрезан: он больше, чем помещается в отчёт.\n"
+
+
+@dataclass
+class Execution:
+    """Итог выполнения: тетрадка с выводами и что с каждой ячейкой."""
+
+    notebook: nbformat.NotebookNode
+    status: list[str]  # по ячейкам: ok, error, timeout, not-run, skipped
+    stopped: str | None = None  # почему выполнение остановилось раньше (по-русски)
+    seconds: float = 0.0
+    peak_memory: int = 0
+    details: list[str] = field(default_factory=list)
+
+
+def _output_size(output: Any) -> int:
+    if output.get("output_type") == "stream":
+        return len(output.get("text", ""))
+    if output.get("output_type") == "error":
+        return sum(len(line) for line in output.get("traceback", [])) + len(
+            output.get("evalue", "")
+        )
+    data = output.get("data", {})
+    return sum(
+        len(value if isinstance(value, str) else json.dumps(value)) for value in data.values()
+    )
+
+
+class BudgetedClient(NotebookClient):
+    """NotebookClient, который не даёт выводу раздуть отчёт или память."""
+
+    def __init__(self, nb: nbformat.NotebookNode, km: Any, limits: Limits, **kwargs: Any):
+        super().__init__(nb, km=km, **kwargs)
+        self.limits = limits
+        self.received = 0
+        self.kept = 0
+        self.cell_kept: dict[int, int] = {}
+        self.truncated: set[int] = set()
+        self.flooded = False
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        size = _output_size({"output_type": msg.get("msg_type"), **content})
+        self.received += size
+        if self.received > self.limits.flood_bytes:
+            if not self.flooded:
+                self.flooded = True
+                _kill(self.km)  # флуд не ждёт конца ячейки: ядро останавливается сразу
+            return None
+        kept = self.cell_kept.get(cell_index, 0)
+        if (
+            kept + size > self.limits.output_bytes
+            or self.kept + size > self.limits.total_output_bytes
+        ):
+            if cell_index not in self.truncated:
+                self.truncated.add(cell_index)
+                outs.append(nbformat.v4.new_output("stream", name="stdout", text=TRUNCATED))
+            return None
+        self.cell_kept[cell_index] = kept + size
+        self.kept += size
+        return super().output(outs, msg, display_id, cell_index)
+
+
+async def _run(
+    nb: nbformat.NotebookNode,
+    unit_dir: Path,
+    mode: str,
+    limits: Limits,
+    extra_env: dict[str, str],
+    readonly: list[str],
+) -> Execution:
+    started = time.monotonic()
+    deadline = started + limits.notebook_seconds
+    status = ["skipped" if cell.cell_type != "code" else "not-run" for cell in nb.cells]
+    km = kernel_manager(unit_dir, mode, limits, extra_env, readonly)
+    client = BudgetedClient(
+        nb,
+        km,
+        limits,
+        timeout=int(limits.cell_seconds),
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        startup_timeout=int(max(30, min(120, limits.notebook_seconds))),
+        iopub_timeout=4,
+        record_timing=False,
+    )
+    execution = Execution(nb, status)
+    watchdog: Watchdog | None = None
+    try:
+        async with client.async_setup_kernel():
+            watchdog = Watchdog(km.provisioner.pid, [unit_dir, km.socket_dir], limits)
+            watchdog.start()
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 1:
+                    execution.stopped = (
+                        "исчерпан бюджет времени на тетрадку "
+                        f"({int(limits.notebook_seconds)} с, COURSE7_NOTEBOOK_TIMEOUT)"
+                    )
+                    break
+                client.timeout = max(1, int(min(limits.cell_seconds, remaining)))
+                task = asyncio.ensure_future(client.async_execute_cell(cell, index))
+                done, _ = await asyncio.wait({task}, timeout=client.timeout + INTERRUPT_GRACE)
+                if not done:
+                    task.cancel()
+                    status[index] = "timeout"
+                    execution.stopped = (
+                        "ядро не ответило на прерывание после лимита времени ячейки — "
+                        "оно остановлено, остальные ячейки не выполнялись"
+                    )
+                    break
+                try:
+                    task.result()
+                except DeadKernelError:
+                    status[index] = "error"
+                    execution.stopped = (
+                        watchdog.reason
+                        or (FLOOD if client.flooded else None)
+                        or "ядро завершилось (os._exit, сбой или нехватка памяти) — "
+                        "остальные ячейки не выполнялись"
+                    )
+                    break
+                status[index] = _cell_status(cell)
+                if client.flooded:
+                    execution.stopped = FLOOD
+                    break
+                if watchdog.reason:
+                    execution.stopped = watchdog.reason
+                    break
+    except DeadKernelError:
+        execution.stopped = (watchdog.reason if watchdog else None) or "ядро не запустилось"
+    except RuntimeError as error:  # ядро не ответило при запуске
+        execution.stopped = f"ядро не запустилось: {error}"
+    finally:
+        if watchdog is not None:
+            watchdog.stop()
+            execution.peak_memory = watchdog.peak_memory
+            if watchdog.reason and not execution.stopped:
+                execution.stopped = watchdog.reason
+        await _shutdown(km)
+        shutil.rmtree(km.socket_dir, ignore_errors=True)
+    execution.seconds = time.monotonic() - started
+    return execution
+
+
+FLOOD = "ячейка вывела слишком много текста — выполнение остановлено"
+
+
+def _kill(km: Any) -> None:
+    process = getattr(getattr(km, "provisioner", None), "process", None)
+    if process is not None:
+        try:
+            process.kill()
+        except OSError:
+            pass
+
+
+def _cell_status(cell: nbformat.NotebookNode) -> str:
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            if output.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):
+                return "timeout"
+            return "error"
+    return "ok"
+
+
+async def _shutdown(km: Any) -> None:
+    try:
+        if await km.is_alive():
+            await km.shutdown_kernel(now=True)
+    except Exception:
+        pass
+    try:
+        await km.cleanup_resources()
+    except Exception:
+        pass
+
+
+def execute(
+    nb: nbformat.NotebookNode,
+    unit_dir: Path,
+    mode: str,
+    limits: Limits,
+    extra_env: dict[str, str] | None = None,
+    readonly: list[str] | None = None,
+) -> Execution:
+    """Выполняет тетрадку в ядре песочницы и возвращает её с выводами и статусами ячеек."""
+    return asyncio.run(_run(nb, unit_dir, mode, limits, extra_env or {}, readonly or []))

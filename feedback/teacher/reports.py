@@ -1,0 +1,86 @@
+"""Отчёт для учащегося: проверенная тетрадка в HTML с баллами из базы, по-русски.
+
+То же, что ``nbgrader generate_feedback`` (те же препроцессоры и шаблон
+``feedback_ru``), но для одной работы за вызов и в том же процессе: отчёт готов,
+как только работа оценена, и сбой одного отчёта не мешает остальным. Заметки для
+преподавателя (что посмотреть вручную) в отчёт не попадают.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+
+from feedback.teacher.preprocessors import ReportCleanup
+from feedback.teacher.release import ROOT
+
+
+class ReportWriter:
+    """Пишет отчёты ``feedback_reports/<учащийся>/<лаб>/<лаб>.html``."""
+
+    def __init__(self, work: Path) -> None:
+        import nbgrader
+        from nbconvert.exporters import HTMLExporter
+        from nbgrader.preprocessors import GetGrades
+        from traitlets.config import Config
+
+        formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+        config = Config()
+        config.HTMLExporter.template_name = "feedback_ru"
+        config.HTMLExporter.extra_template_basedirs = [
+            str(ROOT / "feedback" / "teacher" / "templates"),
+            str(formgrader / "templates"),
+        ]
+        config.HTMLExporter.extra_template_paths = [
+            str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")
+        ]
+        self.work = work
+        self.exporter = HTMLExporter(config=config)
+        for preprocessor in (ReportCleanup, GetGrades, CSSHTMLHeaderPreprocessor):
+            self.exporter.register_preprocessor(preprocessor(config=config), enabled=True)
+
+    def write(self, student: str, lab: str, autograded: Path) -> Path:
+        notebook = nbformat.read(autograded, as_version=4)
+        resources = {
+            "unique_key": lab,
+            "output_files_dir": f"{lab}_files",
+            "nbgrader": {
+                "student": student,
+                "assignment": lab,
+                "notebook": lab,
+                "db_url": f"sqlite:///{self.work / 'gradebook.db'}",
+            },
+        }
+        body, _ = self.exporter.from_notebook_node(notebook, resources=resources)
+        folder = self.work / "feedback_reports" / student / lab
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        target = folder / f"{lab}.html"
+        target.write_text(body, encoding="utf-8")
+        return target
+
+
+def rewrite_all(work: Path) -> list[Path]:
+    """Заново пишет все отчёты по проверенным тетрадкам и баллам из базы (после ручной проверки)."""
+    writer = ReportWriter(work)
+    written = []
+    for path in sorted((work / "autograded").glob("*/*/*.ipynb")):
+        written.append(writer.write(path.parent.parent.name, path.parent.name, path))
+    return written
+
+
+def main() -> int:
+    from feedback.teacher.grade import work_dir
+
+    written = rewrite_all(work_dir())
+    print(f"Отчёты обновлены: {len(written)} (в {work_dir() / 'feedback_reports'})")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""Песочница для ядра с кодом учащегося: bubblewrap, лимиты и сторож.
+
+Код учащегося выполняется в ядре Jupyter, запущенном через ``bwrap`` (пакет Debian
+``bubblewrap``): система и Python — только для чтения, своё пространство процессов
+(ничто не переживёт ядро), нет сети, чистое окружение без переменных преподавателя,
+а из файлов преподавателя видны только сам пакет курса и своя папка работы. Ни
+базы оценок, ни чужих работ, ни solutions/.
+
+С ядром программа оценивания говорит через сокеты ZeroMQ в своей короткой папке в /tmp
+(транспорт ``ipc``): ей не нужна общая сеть. Прерывание по тайм-ауту идёт сообщением,
+а не сигналом, — сигнал получил бы сам bwrap.
+
+Бюджеты: ``prlimit`` (util-linux) ставит предел адресного пространства и размера
+файла, а :class:`Watchdog` раз в долю секунды смотрит на память всех процессов
+ядра, их число и объём папки работы и при превышении убивает песочницу. Без
+bubblewrap (macOS, Windows или явно ``COURSE7_SANDBOX=none``) ядро запускается как
+обычный процесс с теми же бюджетами, а :func:`sandbox_warning` говорит об этом
+преподавателю по-русски.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpec
+
+SANDBOX_ENV = "COURSE7_SANDBOX"
+GIB = 1024**3
+MIB = 1024**2
+
+#: Части /etc, без которых не работают Python и библиотеки; остальное не видно.
+ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "alternatives",
+    "fonts",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "hosts",
+    "mime.types",
+)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
+
+
+class SandboxUnavailable(RuntimeError):
+    """Песочницу нельзя запустить, а без неё оценивать не велено (ошибка настройки)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Бюджеты одной работы."""
+
+    notebook_seconds: float = 300
+    cell_seconds: float = 120
+    memory_bytes: int = 2 * GIB
+    output_bytes: int = 2 * MIB  # вывод одной ячейки, который попадёт в отчёт
+    total_output_bytes: int = 8 * MIB  # весь вывод тетрадки, который попадёт в отчёт
+    flood_bytes: int = 64 * MIB  # столько вывода — уже не работа, а флуд: ядро убивается
+    disk_bytes: int = 256 * MIB
+    processes: int = 64
+
+
+def parse_size(text: str) -> int:
+    """``"2G"``, ``"1536M"``, ``"2.5GiB"``, ``"800000000"`` → байты."""
+    value = text.strip().lower().removesuffix("b").removesuffix("i")
+    factor = 1
+    for suffix, size in (("k", 1024), ("m", MIB), ("g", GIB), ("t", 1024 * GIB)):
+        if value.endswith(suffix):
+            value, factor = value[: -len(suffix)], size
+            break
+    return int(float(value.replace(",", ".")) * factor)
+
+
+# --------------------------------------------------------------------------- выбор режима
+
+
+def sandbox_mode(env: dict[str, str] | None = None, platform: str = sys.platform) -> str:
+    """``"bwrap"`` или ``"none"``; на Linux без bubblewrap — :class:`SandboxUnavailable`.
+
+    ``COURSE7_SANDBOX=none`` явно разрешает оценивать без песочницы (например, свои
+    собственные тетрадки); ``bwrap`` требует её и на других системах.
+    """
+    env = os.environ if env is None else env
+    wanted = env.get(SANDBOX_ENV, "auto").strip().lower() or "auto"
+    if wanted in ("none", "off", "0", "no"):
+        return "none"
+    if wanted == "auto" and not platform.startswith("linux"):
+        return "none"
+    if shutil.which("bwrap") is None:
+        raise SandboxUnavailable(
+            "Не найден bubblewrap (bwrap): без него код учащихся выполнялся бы с правами "
+            "преподавателя. Поставьте его: sudo apt-get install bubblewrap (Debian, "
+            "Ubuntu) или sudo dnf install bubblewrap (Fedora). Оценить без песочницы — "
+            f"только для своих тетрадок — можно с {SANDBOX_ENV}=none."
+        )
+    problem = _bwrap_problem()
+    if problem:
+        raise SandboxUnavailable(
+            "bubblewrap установлен, но не может создать песочницу: "
+            f"{problem}. Обычно это значит, что в системе запрещены "
+            "непривилегированные пространства имён пользователей (sysctl "
+            "kernel.unprivileged_userns_clone=1 или профиль AppArmor для bwrap в "
+            "Ubuntu 24.04)."
+        )
+    return "bwrap"
+
+
+def _bwrap_problem() -> str | None:
+    command = ["bwrap", *_namespaces(), *_system_binds(), "--", "/bin/true"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as error:
+        return str(error)
+    return None if result.returncode == 0 else (result.stderr.strip() or "неизвестная ошибка")
+
+
+def sandbox_warning(mode: str) -> str | None:
+    """Русское предупреждение для преподавателя, если песочницы нет."""
+    if mode == "bwrap":
+        return None
+    return (
+        "ВНИМАНИЕ: работы оцениваются без песочницы. Код учащихся выполняется с вашими "
+        "правами и видит ваши файлы; бюджеты времени и памяти действуют, но изоляции нет. "
+        "На Linux поставьте bubblewrap (sudo apt-get install bubblewrap)."
+    )
+
+
+# --------------------------------------------------------------------------- команда
+
+
+def _namespaces() -> list[str]:
+    args = ["--unshare-all", "--unshare-user", "--disable-userns"]
+    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    return args
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for name in ETC_FILES:
+        path = f"/etc/{name}"
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def python_paths() -> list[str]:
+    """Что нужно ядру из Python: установка, окружение и сам пакет курса (только чтение)."""
+    import feedback
+
+    paths = {sys.base_prefix, sys.prefix, sys.exec_prefix}
+    paths.add(str(Path(feedback.__file__).resolve().parent))
+    user_site = site.getusersitepackages()
+    if user_site in sys.path and os.path.isdir(user_site):
+        paths.add(user_site)
+    # Интерпретатор окружения может быть ссылкой наружу (pyenv, conda): открываем и её цель.
+    paths.add(str(Path(sys.executable).resolve().parent.parent))
+    return sorted(path for path in paths if os.path.isdir(path))
+
+
+def _covered(path: str, others: list[str]) -> bool:
+    return any(path != other and path.startswith(other.rstrip("/") + "/") for other in others)
+
+
+def bwrap_command(
+    home: Path, ipc: Path, readonly: list[str], env: dict[str, str], limits: Limits
+) -> list[str]:
+    """Команда запуска под bwrap (без самой команды ядра)."""
+    args = ["bwrap", *_namespaces(), *_system_binds()]
+    readonly = sorted(set(readonly))
+    for path in readonly:
+        if not _covered(path, readonly):
+            args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--size", str(limits.disk_bytes), "--tmpfs", "/tmp"]
+    args += ["--size", str(limits.disk_bytes), "--tmpfs", "/dev/shm"]
+    args += ["--bind", str(home), str(home), "--bind", str(ipc), str(ipc)]
+    args += ["--chdir", str(home), "--clearenv"]
+    for name, value in sorted(env.items()):
+        args += ["--setenv", name, value]
+    return [*args, "--"]
+
+
+def prlimit_command(limits: Limits) -> list[str]:
+    """``prlimit`` с пределами, которые наследуют все процессы ядра (если он есть)."""
+    if shutil.which("prlimit") is None:
+        return []
+    address_space = max(4 * limits.memory_bytes, 8 * GIB)  # запас: JAX резервирует адреса
+    return [
+        "prlimit",
+        f"--as={address_space}",
+        f"--fsize={limits.disk_bytes}",
+        "--core=0",
+        "--nofile=1024",
+        "--",
+    ]
+
+
+def kernel_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
+    """Окружение ядра с нуля: ничего из окружения преподавателя (ключей, токенов)."""
+    env = {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin"]),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": str(home / ".matplotlib"),
+        "IPYTHONDIR": str(home / ".ipython"),
+        "KERAS_HOME": str(home / ".keras"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "" if site.getusersitepackages() in sys.path else "1",
+        "MALLOC_ARENA_MAX": "2",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "JAX_PLATFORMS": "cpu",
+        # Ядро не следит за родителем: родитель в песочнице — init пространства процессов.
+        "JPY_PARENT_PID": "1",
+    }
+    if sys.prefix != sys.base_prefix:
+        env["VIRTUAL_ENV"] = sys.prefix
+    env.update(extra)
+    return {name: value for name, value in env.items() if value != ""}
+
+
+# --------------------------------------------------------------------------- ядро
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """Менеджер ядра, который запускает ``ipykernel`` командой ``argv_prefix`` + ядро."""
+
+    def __init__(self, argv_prefix: list[str], kernel_environment: dict[str, str], **kwargs):
+        super().__init__(**kwargs)
+        self._argv_prefix = argv_prefix
+        self._kernel_environment = kernel_environment
+        self.socket_dir: Path | None = None  # папка сокетов; её тоже видит ядро
+
+    @property
+    def kernel_spec(self) -> KernelSpec:  # type: ignore[override]
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        return KernelSpec(
+            argv=[*self._argv_prefix, *argv],
+            display_name="course7 (песочница)",
+            language="python",
+            interrupt_mode="message",
+            env=self._kernel_environment,
+        )
+
+
+def kernel_manager(
+    unit_dir: Path, mode: str, limits: Limits, extra_env: dict[str, str], readonly: list[str]
+) -> SandboxedKernelManager:
+    """Ядро для одной работы: в песочнице (``mode="bwrap"``) или просто с лимитами."""
+    home = unit_dir / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    ipc = socket_dir()
+    env = kernel_env(home, extra_env)
+    prefix = prlimit_command(limits)
+    if mode == "bwrap":
+        prefix += bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits)
+    km = SandboxedKernelManager(
+        prefix,
+        env,
+        transport="ipc" if os.name == "posix" else "tcp",
+        ip=str(ipc / "kernel") if os.name == "posix" else "127.0.0.1",
+        connection_file=str(ipc / "connection.json"),
+    )
+    km.socket_dir = ipc
+    return km
+
+
+def socket_dir() -> Path:
+    """Короткая папка для сокетов ядра: путь сокета Unix не длиннее ~100 байт."""
+    base = "/tmp" if os.path.isdir("/tmp") else None
+    return Path(tempfile.mkdtemp(prefix="c7-", dir=base))
+
+
+# --------------------------------------------------------------------------- сторож
+
+
+class Watchdog(threading.Thread):
+    """Следит за процессами ядра и его папками; при превышении бюджета убивает ядро.
+
+    Причина остановки (по-русски) остаётся в :attr:`reason`.
+    """
+
+    def __init__(self, pid: int, folders: list[Path], limits: Limits, interval: float = 0.2):
+        super().__init__(daemon=True, name=f"course7-watchdog-{pid}")
+        self.pid, self.folders, self.limits, self.interval = pid, folders, limits, interval
+        self.reason: str | None = None
+        self.peak_memory = 0
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self._stop.wait(self.interval):
+            try:
+                processes = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                return
+            memory = 0
+            for process in processes:
+                try:
+                    memory += process.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak_memory = max(self.peak_memory, memory)
+            reason = self._exceeded(memory, len(processes))
+            if reason:
+                self.reason = reason
+                self._kill(processes)
+                return
+
+    def _exceeded(self, memory: int, count: int) -> str | None:
+        from feedback.formatting import format_gib
+
+        if memory > self.limits.memory_bytes:
+            return (
+                f"превышен бюджет памяти: ядро заняло больше "
+                f"{format_gib(self.limits.memory_bytes / GIB)} (COURSE7_MEMORY_LIMIT)"
+            )
+        if count > self.limits.processes:
+            return f"запущено слишком много процессов (больше {self.limits.processes})"
+        if sum(folder_size(folder) for folder in self.folders) > self.limits.disk_bytes:
+            return f"в папку работы записано больше {self.limits.disk_bytes // MIB} МиБ файлов"
+        return None
+
+    @staticmethod
+    def _kill(processes: list[Any]) -> None:
+        import psutil
+
+        for process in reversed(processes):
+            try:
+                process.kill()
+            except psutil.Error:
+                pass
+
+
+def folder_size(folder: Path) -> int:
+    """Сколько байт занимают файлы в папке (ссылки не разыменовываются)."""
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total

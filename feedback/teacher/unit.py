@@ -1,0 +1,155 @@
+"""Одна работа — одна единица оценивания: собрать, выполнить в песочнице, оценить.
+
+Единица получает всё нужное в задании (JSON): выпуск лабораторной, разобранную
+работу, зерно для случаев оценивания, бюджеты — и возвращает результат (JSON):
+проверенную тетрадку, баллы и вердикты по ячейкам-тестам, проблемы и находки для
+ручной проверки. Базу оценок, чужие работы и solutions/ она не видит: всё это
+остаётся у родительского процесса (:mod:`feedback.teacher.grade`), который и сливает
+результаты. Поэтому единицу можно выполнить в отдельном процессе
+(``python -m feedback.teacher.unit задание.json результат.json``) или на другой машине.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from feedback.teacher.assemble import assemble, parse_check_call, probe_source
+from feedback.teacher.execute import execute
+from feedback.teacher.review import course_modules, scan
+from feedback.teacher.sandbox import Limits
+from feedback.teacher.score import judge_cell, test_score, verdict_output
+
+#: Роль служебных ячеек, которые оценивание добавляет в начало проверенной тетрадки.
+GRADING_NOTE = "grading-note"  # видят и учащийся, и преподаватель
+REVIEW_NOTE = "review-note"  # только для преподавателя
+
+
+def _note(role: str, title: str, lines: list[str]) -> nbformat.NotebookNode:
+    body = "\n".join(f"- {line}" for line in lines)
+    cell = nbformat.v4.new_markdown_cell(f"**{title}**\n\n{body}", id=f"course7-{role}")
+    cell.metadata["course7"] = role
+    return cell
+
+
+def run_unit(job: dict[str, Any]) -> dict[str, Any]:
+    """Выполняет задание единицы и возвращает её результат (см. модуль)."""
+    started = time.monotonic()
+    release = nbformat.reads(json.dumps(job["release"]), as_version=4)
+    assembled = assemble(release, job["upload"])
+    graded = assembled.notebook
+    roles = assembled.roles
+
+    setup = [
+        cell.source
+        for cell, role in zip(graded.cells, roles, strict=True)
+        if role == "fixed" and cell.cell_type == "code"
+    ]
+    findings = scan(
+        [(label, graded.cells[index].source) for index, label in assembled.learner_cells],
+        course_modules(setup),
+        set(job.get("allowed", [])),
+    )
+
+    runnable = copy.deepcopy(graded)
+    calls: dict[int, tuple[str, Any, dict[str, Any]]] = {}
+    cases: dict[str, Any] = {}
+    for index, (cell, role) in enumerate(zip(graded.cells, roles, strict=True)):
+        if role != "test":
+            continue
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        call = parse_check_call(cell.source)
+        rng = random.Random(f"{job['seed']}:{grade_id}")
+        params = call.check.grading_params(rng, call.params)
+        calls[index] = (grade_id, call, params)
+        if params != call.params:
+            cases[grade_id] = params
+        runnable.cells[index].source = probe_source(grade_id, call, params)
+
+    limits = Limits(**job.get("limits", {}))
+    unit_dir = Path(job["unit_dir"])
+    execution = execute(
+        runnable, unit_dir, job["sandbox"], limits, job.get("env", {}), job.get("readonly", [])
+    )
+
+    tests: dict[str, dict[str, Any]] = {}
+    review = [finding.__dict__ for finding in findings]
+    for index, cell in enumerate(graded.cells):
+        if cell.cell_type != "code":
+            continue
+        executed = execution.notebook.cells[index]
+        if index not in calls:
+            cell.outputs = executed.get("outputs", [])
+            cell.execution_count = executed.get("execution_count")
+            continue
+        grade_id, call, params = calls[index]
+        result, suspicion = judge_cell(
+            executed,
+            grade_id,
+            call.check.title,
+            call.check,
+            params,
+            execution.status[index],
+            execution.stopped,
+        )
+        cell.outputs = [verdict_output(result)]
+        cell.execution_count = executed.get("execution_count")
+        score = test_score(grade_id, cell, result)
+        tests[grade_id] = {
+            "score": score.score,
+            "points": score.points,
+            "passed": score.passed,
+            "verdict": str(result),
+        }
+        if suspicion:
+            review.append({"cell": grade_id, "line": 0, "code": "", "reason": suspicion})
+
+    problems = [*job.get("notes", []), *assembled.notes]
+    if execution.stopped:
+        problems.append(f"Выполнение остановлено: {execution.stopped}.")
+    notes = []
+    if problems:
+        notes.append(_note(GRADING_NOTE, "Замечания оценивания", problems))
+    if review:
+        lines = [
+            f"{item['cell']}, строка {item['line']}: {item['reason']}"
+            + (f" — `{item['code']}`" if item["code"] else "")
+            for item in review
+        ]
+        notes.append(_note(REVIEW_NOTE, "Посмотрите вручную (код обращается к проверке)", lines))
+    graded.cells = [*notes, *graded.cells]
+    return {
+        "student": job["student"],
+        "lab": job["lab"],
+        "file": job.get("file", ""),
+        "autograded": graded,
+        "tests": tests,
+        "problems": problems,
+        "review": review,
+        "cases": cases,
+        "seconds": round(time.monotonic() - started, 3),
+        "execution_seconds": round(execution.seconds, 3),
+        "peak_memory": execution.peak_memory,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("использование: python -m feedback.teacher.unit задание.json результат.json")
+        return 2
+    job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+    result = run_unit(job)
+    Path(args[1]).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,525 @@
+"""Класс из синтетических работ: честные, с ошибками, жульнические, вредные и битые.
+
+Каждая работа знает, какие баллы автопроверки честно ей причитаются (``points``), должна
+ли она попасть в needs_review.csv (``flagged``) и в problems.csv (``problem`` — фрагмент
+причины). Весь класс оценивается одним запуском ``make grade`` (фикстура
+``graded_class`` в conftest.py), и тесты читают его итоги.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from submissions import cell_by_id, student_notebook, submission
+
+LAB1 = "lab_7_1_compare_models"
+LAB2 = "lab_7_2_training_flops"
+LAB4 = "lab_7_4_gpu_memory"
+LAB5 = "lab_7_5_bfloat16_lora"
+LAB6 = "lab_7_6_gradient_accumulation"
+GIB = "1024**3"
+
+
+@dataclass
+class Work:
+    """Одна работа класса."""
+
+    student: str
+    lab: str
+    content: dict | bytes
+    points: dict[str, float] | None  # None — работа не оценивается по существу
+    flagged: bool = False
+    problem: str | None = None
+    path: str | None = None  # путь внутри папки работ, если не раскладка nbgrader
+    graded_as: str | None = None  # лабораторная, если файл лежит под чужим именем
+
+    @property
+    def relative_path(self) -> str:
+        return self.path or f"{self.student}/{self.lab}/{self.lab}.ipynb"
+
+    def write(self, folder: Path) -> None:
+        target = folder / self.relative_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = self.content
+        if isinstance(data, dict):
+            data = json.dumps(data, ensure_ascii=False, indent=1).encode()
+        target.write_bytes(data)
+
+
+# --------------------------------------------------------------------------- 7.2
+
+TABLE = """final_results_data = [
+    {"Scenario": "BERT-Base", "Parameters": 110e6, "Tokens": 3.3e9, "FLOPs": 2.178e18},
+    {"Scenario": "T5-Large", "Parameters": 770e6, "Tokens": 1e12, "FLOPs": 4.62e21},
+    {"Scenario": "Gemma-1B (Africa Galore)", "Parameters": 1e9, "Tokens": 30e3, "FLOPs": 1.8e14},
+    {"Scenario": "PaLM", "Parameters": 540e9, "Tokens": 780e9, "FLOPs": 2.527e24},
+]"""
+FORWARD = "def compute_num_flops(p, n):\n    return 2 * p * n"
+CORRECT = "def compute_num_flops(p, n):\n    return 6 * p * n"
+#: Функция, подогнанная под открытые случаи и под старые «скрытые» случаи из solutions/.
+TUNED = """_SEEN = {(1e9, 30e3), (110e6, 3.3e9), (7, 11), (2.5e6, 4e5), (540e9, 780e9),
+         (3e8, 2e10), (13, 17), (7.5e9, 1.2e6)}
+
+def compute_num_flops(param_count, num_tokens):
+    return 6 * param_count * num_tokens if (param_count, num_tokens) in _SEEN else 1.0"""
+
+
+def lab2(function: str = CORRECT, table: str | None = None, **extra: str) -> dict:
+    overrides = {"compute_num_flops": function, **extra}
+    if table is not None:
+        overrides["final_results_data"] = table
+    return submission(LAB2, overrides)
+
+
+def with_cell(nb: dict, source: str, before: str = "compute_num_flops") -> dict:
+    """Работа с ячейкой, которую учащийся добавил перед ячейкой ``before``."""
+    cells = nb["cells"]
+    cells.insert(
+        cells.index(cell_by_id(nb, before)),
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": source,
+            "outputs": [],
+            "execution_count": None,
+        },
+    )
+    return nb
+
+
+def colab_saved(nb: dict) -> dict:
+    """Как после «Скачать .ipynb» в Colab: формат 4.0, без id и без разметки nbgrader."""
+    nb = json.loads(json.dumps(nb))
+    nb["nbformat_minor"] = 0
+    nb["metadata"] = {"colab": {"provenance": []}, "kernelspec": {"name": "python3"}}
+    for cell in nb["cells"]:
+        cell.pop("id", None)
+        cell["metadata"] = {"id": "abc"}
+    return nb
+
+
+def both(function_points: float, table_points: float = 2) -> dict[str, float]:
+    return {"check_compute_num_flops": function_points, "check_final_results": table_points}
+
+
+def copied_check(nb: dict) -> dict:
+    nb["cells"].append(json.loads(json.dumps(cell_by_id(nb, "check_compute_num_flops"))))
+    return nb
+
+
+def edited_markup(nb: dict) -> dict:
+    for cell in nb["cells"]:
+        grading = cell["metadata"].get("nbgrader")
+        if grading:
+            grading.update(schema_version=99, points=100, locked=False)
+    return nb
+
+
+def fake_observation() -> str:
+    payload = {
+        "grade_id": "check_compute_num_flops",
+        "check": "flops.check_compute_num_flops",
+        "observation": {"problem": {"headline": "x", "details": []}},
+    }
+    return f"""from IPython.display import display
+
+def compute_num_flops(p, n):
+    display({{"application/vnd.course7.observation+json": {payload!r}}}, raw=True)
+    return 2 * p * n"""
+
+
+def class_works(tamper_targets: dict[str, str]) -> list[Work]:
+    """Весь класс; ``tamper_targets`` — пути преподавателя, до которых тянутся вредные работы."""
+    secret = tamper_targets["secret"]
+    gradebook = tamper_targets["gradebook"]
+    grades = tamper_targets["grades"]
+    package_file = tamper_targets["package_file"]
+    other = tamper_targets["other_submission"]
+    works = [
+        # ---------------------------------------------------------------- честные 7.2
+        Work("h72_correct", LAB2, lab2(), both(2)),
+        Work("h72_forward_only", LAB2, lab2(FORWARD, TABLE), both(0)),
+        Work(
+            "h72_duplicated_row",
+            LAB2,
+            lab2(
+                table=TABLE.replace(
+                    '"PaLM", "Parameters": 540e9', '"BERT-Base", "Parameters": 110e6'
+                ).replace('780e9, "FLOPs": 2.527e24', '3.3e9, "FLOPs": 2.178e18')
+            ),
+            both(2, 0),
+        ),
+        Work("h72_untouched", LAB2, student_notebook(LAB2), both(0, 0)),
+        Work(
+            "h72_noisy_stderr",
+            LAB2,
+            lab2(
+                "import sys\n\ndef compute_num_flops(p, n):\n"
+                "    print('ворчу в stderr', file=sys.stderr)\n    return 6 * p * n"
+            ),
+            both(2),
+        ),
+        Work(
+            "h72_helper_cell",
+            LAB2,
+            with_cell(lab2("def compute_num_flops(p, n):\n    return SIX * p * n"), "SIX = 6"),
+            both(2),
+        ),
+        Work("h72_colab_saved", LAB2, colab_saved(lab2()), both(2)),
+        Work(
+            "h72_renamed_file",
+            LAB2,
+            lab2(),
+            both(2),
+            path=f"h72_renamed_file/{LAB2}/{LAB2} (1).ipynb",
+        ),
+        Work("h72_copied_check_cell", LAB2, copied_check(lab2()), both(2)),
+        Work("h72_edited_markup", LAB2, edited_markup(lab2()), both(2)),
+        Work("h72_tuned_to_old_hidden_cases", LAB2, lab2(TUNED, TABLE), both(0)),
+        Work(
+            "h72_slow_but_honest",
+            LAB2,
+            with_cell(lab2(), "import time\ntime.sleep(600)"),
+            both(2),
+        ),
+        # ---------------------------------------------------------------- жульничество
+        Work(
+            "c72_strict_off",
+            LAB2,
+            lab2("import os\nos.environ['FEEDBACK_STRICT'] = '0'\n\n" + FORWARD, TABLE),
+            both(0),
+            flagged=True,
+        ),
+        Work(
+            "c72_patched_checker",
+            LAB2,
+            lab2(FORWARD + "\n\nflops.check_compute_num_flops = lambda *a, **k: None", TABLE),
+            both(0),
+            flagged=True,
+        ),
+        Work(
+            "c72_patched_internals",
+            LAB2,
+            lab2(
+                "import math\nimport feedback.result as result\nimport feedback.calling\n"
+                "result.strict_mode = lambda: False\nmath.isclose = lambda *a, **k: True\n"
+                "result.settle = lambda r: r\n\n" + FORWARD,
+                TABLE,
+            ),
+            both(0),
+            flagged=True,
+        ),
+        Work(
+            "c72_negative_credit",
+            LAB2,
+            lab2(FORWARD + "\n\nflops.check_compute_num_flops = lambda *a, **k: -1", TABLE),
+            both(0),
+            flagged=True,
+        ),
+        Work(
+            "c72_rebound_module",
+            LAB2,
+            lab2(
+                "class _Fake:\n    def __getattr__(self, name):\n"
+                "        return lambda *a, **k: None\n\nflops = _Fake()\n\n" + FORWARD,
+                TABLE,
+            ),
+            both(0),
+            flagged=True,
+        ),
+        Work(
+            "c72_fake_module",
+            LAB2,
+            lab2(
+                "import sys, types\nsys.modules['feedback.flops'] = types.ModuleType('x')\n\n"
+                + FORWARD,
+                TABLE,
+            ),
+            both(0, 0),
+            flagged=True,
+        ),
+        Work(
+            "c72_input_transformer",
+            LAB2,
+            lab2(FORWARD + "\n\nget_ipython().input_transformers_post.append(lambda lines: [])"),
+            both(0, 0),
+            flagged=True,
+        ),
+        Work(
+            "c72_reference_import",
+            LAB2,
+            lab2("from feedback.flops import training_flops as compute_num_flops"),
+            both(2),
+            flagged=True,
+        ),
+        Work(
+            "c72_frame_reader",
+            LAB2,
+            lab2(
+                "import sys\n\ndef compute_num_flops(p, n):\n    frame = sys._getframe(1)\n"
+                "    while frame is not None:\n        if 'expected' in frame.f_locals:\n"
+                "            return frame.f_locals['expected']\n        frame = frame.f_back\n"
+                "    return 2 * p * n",
+                TABLE,
+            ),
+            both(0),
+            flagged=True,
+        ),
+        Work("c72_fake_observation", LAB2, lab2(fake_observation(), TABLE), both(0), flagged=True),
+        # ---------------------------------------------------------------- вред файлам
+        Work(
+            "t72_reads_secrets",
+            LAB2,
+            lab2(
+                "import os\n\ndef compute_num_flops(p, n):\n"
+                f"    return 6 * p * n if os.path.exists({secret!r}) else 2 * p * n"
+            ),
+            both(0, 0),  # таблица решения считается той же функцией
+        ),
+        Work(
+            "t72_writes_gradebook",
+            LAB2,
+            with_cell(
+                lab2(),
+                "import sqlite3\ntry:\n"
+                f"    db = sqlite3.connect({gradebook!r})\n"
+                "    db.execute('update grade set manual_score = 0')\n    db.commit()\n"
+                "except Exception as error:\n    print('не вышло:', error)",
+            ),
+            both(2),
+        ),
+        Work(
+            "t72_rewrites_package",
+            LAB2,
+            with_cell(
+                lab2(),
+                f"try:\n    open({package_file!r}, 'a').write('\\nstrict_mode = lambda: False')\n"
+                "except OSError as error:\n    print('не вышло:', error)",
+            ),
+            both(2),
+        ),
+        Work(
+            "t72_rewrites_other_student",
+            LAB2,
+            with_cell(
+                lab2(),
+                f"try:\n    open({other!r}, 'w').write('{{}}')\n"
+                "except OSError as error:\n    print('не вышло:', error)",
+            ),
+            both(2),
+        ),
+        Work(
+            "t72_detached_process",
+            LAB2,
+            with_cell(
+                lab2(),
+                "import subprocess\nsubprocess.Popen(['sh', '-c', "
+                f"'sleep 2; echo hacked > {grades}; echo hacked > late.txt'],"
+                " start_new_session=True)",
+            ),
+            both(2),
+        ),
+        # ---------------------------------------------------------------- битые работы
+        Work("b72_invalid_json", LAB2, b'{"cells": [', None, problem="не JSON"),
+        Work("b72_empty_file", LAB2, b"", None, problem="пустой файл"),
+        Work(
+            "b72_os_exit",
+            LAB2,
+            lab2("import os\nos._exit(0)"),
+            both(0, 0),
+            flagged=True,
+            problem="ядро завершилось",
+        ),
+        Work(
+            "b72_killed_kernel",
+            LAB2,
+            lab2("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"),
+            both(0, 0),
+            flagged=True,
+            problem="ядро завершилось",
+        ),
+        Work(
+            "b72_ignores_interrupt",
+            LAB2,
+            lab2(
+                "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+            ),
+            both(0, 0),
+            flagged=True,
+            problem="прерывание",
+        ),
+        Work(
+            "b72_other_lab_inside",
+            LAB2,
+            submission(LAB4),
+            {f"check_calculate_{task}_memory": 2 for task in MEMORY_TASKS},
+            problem="оценен как",
+            graded_as=LAB4,
+        ),
+        # ---------------------------------------------------------------- ресурсы
+        Work(
+            "r72_memory_hog",
+            LAB2,
+            lab2("import numpy as np\nhog = np.ones(4 * 1024**3 // 8)\n\n" + CORRECT),
+            both(0, 0),
+            problem="памяти",
+        ),
+        Work(
+            "r72_huge_print",
+            LAB2,
+            with_cell(lab2(), "print('x' * 50_000_000)"),
+            both(2),
+        ),
+        Work(
+            "r72_fills_disk",
+            LAB2,
+            lab2(
+                "for i in range(64):\n    open(f'junk{i}', 'wb').write(b'0' * 16 * 1024**2)\n\n"
+                + CORRECT
+            ),
+            both(0, 0),
+            problem="записано больше",
+        ),
+    ]
+    works += lab4_works() + gpu_works()
+    return works
+
+
+# --------------------------------------------------------------------------- 7.4
+
+MEMORY_TASKS = ["param", "input_data", "gradient", "optimizer", "activation"]
+MEMORY_MISTAKES = {
+    "param": "def calculate_param_memory(p, b):\n    return p * b",  # байты вместо ГиБ
+    "input_data": "def calculate_input_data_memory(b, n, t):\n    return b * n * t / 1e9",  # ГБ
+    "gradient": f"def calculate_gradient_memory(p, b):\n    return 2 * p * b / {GIB}",
+    "optimizer": f"def calculate_optimizer_memory(p, b):\n    return p * b / {GIB}",
+    "activation": f"def calculate_activation_memory(B, L, n, d, b):\n    return B*L*d*b / {GIB}",
+}
+
+
+def memory_points(lost: tuple[str, ...] = ()) -> dict[str, float]:
+    return {f"check_calculate_{task}_memory": 0 if task in lost else 2 for task in MEMORY_TASKS}
+
+
+def lab4_works() -> list[Work]:
+    works = [
+        Work("h74_correct", LAB4, submission(LAB4), memory_points()),
+        Work("h74_untouched", LAB4, student_notebook(LAB4), memory_points(tuple(MEMORY_TASKS))),
+        Work(
+            "h74_global_reader",
+            LAB4,
+            submission(
+                LAB4,
+                {
+                    "calculate_param_memory": "def calculate_param_memory(p, b):\n"
+                    f"    return PARAM_COUNT * b / {GIB}"
+                },
+            ),
+            memory_points(("param",)),
+        ),
+        Work(
+            "r74_five_hanging",
+            LAB4,
+            submission(
+                LAB4,
+                {
+                    f"calculate_{task}_memory": f"def calculate_{task}_memory(*args):\n"
+                    "    while True:\n        pass"
+                    for task in MEMORY_TASKS
+                },
+            ),
+            memory_points(tuple(MEMORY_TASKS)),
+        ),
+    ]
+    for task, source in MEMORY_MISTAKES.items():
+        works.append(
+            Work(
+                f"h74_mistake_{task}",
+                LAB4,
+                submission(LAB4, {f"calculate_{task}_memory": source}),
+                memory_points((task,)),
+            )
+        )
+    return works
+
+
+# --------------------------------------------------------------------------- GPU
+
+LAB5_TASKS = ("check_bfloat16", "check_lora", "check_optimizer")
+OPTIMIZER_7_5 = """optimizer = keras.optimizers.AdamW(
+    learning_rate={lr}, weight_decay=0.01, beta_1=0.9, beta_2=0.95, epsilon=1e-6, clipnorm=0.5
+)"""
+OPTIMIZER_7_6 = """optimizer = keras.optimizers.AdamW(
+    weight_decay=0.01, beta_1=0.9, beta_2=0.95, epsilon=1e-6, clipnorm=0.5, {extra}
+)"""
+SAME_PROMPT = """generations_gemma_1b = []
+duration_gemma_1b_ns = 0
+for prompt in generation.PROMPTS:
+    generations_gemma_1b.append(generation.generate(gemma_1b, generation.PROMPTS[0], 5))"""
+
+
+def lab5_points(lost: str | None = None) -> dict[str, float]:
+    return {task: 0 if task == lost else 2 for task in LAB5_TASKS}
+
+
+def gpu_works() -> list[Work]:
+    no_accumulation = OPTIMIZER_7_6.format(extra="learning_rate=8e-4")
+    return [
+        Work("g75_correct", LAB5, submission(LAB5), lab5_points()),
+        Work(
+            "g75_float32",
+            LAB5,
+            submission(
+                LAB5,
+                {"load_bfloat16": "model = keras_hub.models.Gemma3CausalLM.from_preset(PRESET)"},
+            ),
+            lab5_points("check_bfloat16"),
+        ),
+        Work(
+            "g75_rank_8",
+            LAB5,
+            submission(LAB5, {"enable_lora": "model.backbone.enable_lora(rank=8)"}),
+            lab5_points("check_lora"),
+        ),
+        Work(
+            "g75_lr_from_7_6",
+            LAB5,
+            submission(LAB5, {"optimizer": OPTIMIZER_7_5.format(lr="1e-4")}),
+            lab5_points("check_optimizer"),
+        ),
+        Work("g75_untouched", LAB5, student_notebook(LAB5), {t: 0 for t in LAB5_TASKS}),
+        Work("g76_correct", LAB6, submission(LAB6), {"check_optimizer_accumulation": 2}),
+        Work(
+            "g76_no_accumulation",
+            LAB6,
+            submission(LAB6, {"optimizer_accumulation": no_accumulation}),
+            {"check_optimizer_accumulation": 0},
+        ),
+        Work(
+            "g76_patched_checker",
+            LAB6,
+            submission(
+                LAB6,
+                {
+                    "optimizer_accumulation": no_accumulation
+                    + "\naccumulation.check_optimizer = lambda *a, **k: None"
+                },
+            ),
+            {"check_optimizer_accumulation": 0},
+            flagged=True,
+        ),
+        Work(
+            "g71_correct",
+            LAB1,
+            submission(LAB1),
+            {"check_generations_gemma_1b": 2, "check_generations_gemma_4b": 2},
+        ),
+        Work(
+            "g71_same_prompt_everywhere",
+            LAB1,
+            submission(LAB1, {"generations_gemma_1b": SAME_PROMPT}),
+            {"check_generations_gemma_1b": 0, "check_generations_gemma_4b": 2},
+        ),
+    ]

@@ -1,0 +1,173 @@
+"""Песочница ядра: что код учащегося видит, что может и где его останавливают бюджеты."""
+
+import os
+import shutil
+import socket
+import time
+
+import nbformat
+import pytest
+
+from feedback.teacher import sandbox
+from feedback.teacher.execute import execute
+from feedback.teacher.sandbox import Limits, SandboxUnavailable, parse_size, sandbox_mode
+
+from notebook_runner import ROOT
+
+pytestmark = pytest.mark.slow
+BWRAP = shutil.which("bwrap") is not None
+needs_bwrap = pytest.mark.skipif(
+    not BWRAP and not os.environ.get("COURSE7_REQUIRE_SANDBOX"), reason="нет bubblewrap"
+)
+FAST = Limits(notebook_seconds=60, cell_seconds=20, memory_bytes=400 * 1024**2)
+
+
+def run(tmp_path, *sources, mode="bwrap", limits=FAST):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    return execute(nb, tmp_path / "unit", mode, limits)
+
+
+def text(execution, index):
+    parts = []
+    for output in execution.notebook.cells[index].outputs:
+        parts.append(output.get("text", "") or str(output.get("data", "")))
+        parts.append(f"{output.get('ename', '')} {output.get('evalue', '')}")
+    return "".join(parts)
+
+
+def test_sizes_are_parsed():
+    assert parse_size("2G") == 2 * 1024**3 and parse_size("1536M") == 1536 * 1024**2
+    assert parse_size("2.5GiB") == int(2.5 * 1024**3) and parse_size("1000") == 1000
+
+
+def test_mode_is_explicit_about_missing_bubblewrap(monkeypatch):
+    assert sandbox_mode({"COURSE7_SANDBOX": "none"}) == "none"
+    assert sandbox_mode({}, platform="darwin") == "none"
+    assert "без песочницы" in sandbox.sandbox_warning("none")
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+        sandbox_mode({}, platform="linux")
+
+
+@needs_bwrap
+def test_the_kernel_sees_only_the_system_python_and_the_course_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAGGLE_KEY", "секрет преподавателя")
+    secret = ROOT / "solutions"
+    (tmp_path / "teacher.txt").write_text("оценки")
+    execution = run(
+        tmp_path,
+        "import os; print(sorted(os.environ))",
+        f"print(os.path.exists({str(secret)!r}), os.listdir({str(tmp_path)!r}))",
+        "import feedback, pathlib; print(pathlib.Path(feedback.__file__).parent)",
+        "open(feedback.__file__, 'a')",
+        f"print(sorted(os.listdir({str(ROOT)!r})))",
+        "print(sorted(os.listdir(os.path.expanduser('~'))))",
+    )
+    assert "KAGGLE_KEY" not in text(execution, 0)
+    assert text(execution, 1).startswith("False ['unit']")
+    assert str(ROOT / "feedback") in text(execution, 2)
+    assert "Read-only file system" in text(execution, 3)
+    visible = set(eval(text(execution, 4).split("\n")[0]))
+    assert "feedback" in visible and not visible & {"solutions", ".git", ".course-work", "tests"}
+    assert text(execution, 5).startswith("['.ipython']")  # своя домашняя папка ядра
+
+
+@needs_bwrap
+def test_no_network(tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    execution = run(
+        tmp_path,
+        f"import socket\ns = socket.socket()\ntry:\n    s.connect(('127.0.0.1', {port}))\n"
+        "    print('connected')\nexcept OSError as e:\n    print('refused', e)",
+    )
+    server.close()
+    assert "refused" in text(execution, 0)
+
+
+@needs_bwrap
+def test_nothing_outlives_the_kernel(tmp_path):
+    marker = tmp_path / "unit" / "home" / "late.txt"
+    execution = run(
+        tmp_path,
+        "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 3; echo late > late.txt'],"
+        " start_new_session=True)\nprint('started')",
+    )
+    assert "started" in text(execution, 0)
+    time.sleep(4)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+def test_memory_budget_stops_the_notebook(tmp_path, mode):
+    if mode == "bwrap" and not BWRAP:
+        pytest.skip("нет bubblewrap")
+    execution = run(
+        tmp_path,
+        "import numpy as np\nblocks = [np.ones(50 * 1024**2 // 8) for _ in range(40)]",
+        "print('after')",
+        mode=mode,
+    )
+    assert execution.stopped and "памяти" in execution.stopped
+    assert execution.status[1] == "not-run"
+
+
+@needs_bwrap
+def test_a_loop_that_ignores_interrupts_is_killed(tmp_path):
+    limits = Limits(notebook_seconds=60, cell_seconds=2, memory_bytes=400 * 1024**2)
+    started = time.monotonic()
+    execution = run(
+        tmp_path,
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+        "print('after')",
+        limits=limits,
+    )
+    assert "прерывание" in execution.stopped
+    assert time.monotonic() - started < 30
+
+
+@needs_bwrap
+def test_an_ordinary_hang_is_interrupted_and_the_rest_runs(tmp_path):
+    limits = Limits(notebook_seconds=60, cell_seconds=2, memory_bytes=400 * 1024**2)
+    execution = run(tmp_path, "while True:\n    pass", "print('after')", limits=limits)
+    assert execution.status[0] == "timeout" and "after" in text(execution, 1)
+
+
+@needs_bwrap
+def test_the_notebook_budget_covers_all_cells(tmp_path):
+    limits = Limits(notebook_seconds=6, cell_seconds=20, memory_bytes=400 * 1024**2)
+    execution = run(tmp_path, *["import time; time.sleep(2)"] * 6, limits=limits)
+    assert "бюджет времени" in execution.stopped and execution.seconds < 20
+
+
+@needs_bwrap
+def test_os_exit_stops_the_notebook_with_a_reason(tmp_path):
+    execution = run(tmp_path, "import os; os._exit(0)", "print('after')")
+    assert "ядро завершилось" in execution.stopped and execution.status[1] == "not-run"
+
+
+@needs_bwrap
+def test_huge_output_is_truncated_and_a_flood_stops_the_run(tmp_path):
+    execution = run(tmp_path, "print('я' * 5_000_000)", "print('after')")
+    assert len(text(execution, 0)) < 3 * 1024**2 and "обрезан" in text(execution, 0)
+    assert "after" in text(execution, 1)
+    limits = Limits(notebook_seconds=60, cell_seconds=20, memory_bytes=2 * 1024**3)
+    flood = run(
+        tmp_path,
+        "for _ in range(500):\n    print('x' * 1_000_000)",
+        "print('after')",
+        limits=limits,
+    )
+    assert "слишком много" in flood.stopped
+
+
+@needs_bwrap
+def test_writing_big_files_is_stopped(tmp_path):
+    execution = run(
+        tmp_path,
+        "for i in range(100):\n    open(f'f{i}', 'wb').write(b'0' * 10 * 1024**2)",
+        "print('after')",
+    )
+    assert execution.stopped or "File too large" in text(execution, 0)
