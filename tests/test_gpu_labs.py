@@ -14,8 +14,14 @@ LAB5 = ROOT / "solutions" / "lab_7_5_bfloat16_lora" / "lab_7_5_bfloat16_lora.ipy
 
 @pytest.fixture
 def no_kaggle(tmp_path, monkeypatch):
-    """Чистая «машина учащегося»: ни переменных Kaggle, ни ~/.kaggle/kaggle.json."""
-    for name in ("KAGGLE_USERNAME", "KAGGLE_KEY", "KAGGLE_CONFIG_DIR", "COURSE7_TINY"):
+    """Чистая «машина учащегося»: ни переменных Kaggle, ни ~/.kaggle с ключами."""
+    for name in (
+        "KAGGLE_API_TOKEN",
+        "KAGGLE_USERNAME",
+        "KAGGLE_KEY",
+        "KAGGLE_CONFIG_DIR",
+        "COURSE7_TINY",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("COURSE7_CACHE_DIR", str(ROOT / ".course-work" / "cache"))
