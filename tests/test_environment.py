@@ -63,6 +63,7 @@ LIGHT_MODULES = [
     ("feedback.host", ()),
     ("feedback.kaggle_access", ("kagglehub", "requests")),
     ("feedback.xla_memory", ()),
+    ("feedback.quiet", ("sentencepiece",)),
     ("feedback.accumulation", ()),
     ("feedback.precision", ()),
     ("feedback.monitor", ()),
