@@ -11,7 +11,6 @@ from feedback.runtime import (
     Accelerator,
     choose_preset,
     detect_accelerator,
-    detect_platform,
     is_tiny_mode,
     parse_nvidia_smi,
 )
@@ -46,23 +45,6 @@ def fake_tiny(monkeypatch):
 class Notices(list):
     def __call__(self, title, body):
         self.append((title, body))
-
-
-# --------------------------------------------------------------------------- платформа
-
-
-@pytest.mark.parametrize(
-    ("env", "modules", "expected"),
-    [
-        ({"COLAB_RELEASE_TAG": "release-colab_20250101"}, {}, "colab"),
-        ({}, {"google.colab": object()}, "colab"),
-        ({"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}, {}, "kaggle"),
-        ({"KAGGLE_URL_BASE": "https://www.kaggle.com"}, {}, "kaggle"),
-        ({"HOME": "/home/me"}, {}, "local"),
-    ],
-)
-def test_detect_platform(env, modules, expected):
-    assert detect_platform(env, modules) == expected
 
 
 # --------------------------------------------------------------------------- ускоритель
