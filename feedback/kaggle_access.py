@@ -164,19 +164,20 @@ def find_kaggle_credentials(
         if token:
             return KaggleCredentials("kaggle-notebook-token", token=token, path=str(path))
     value = env.get("KAGGLE_API_TOKEN")
-    if value:
-        as_path = Path(value).expanduser()
-        if as_path.is_file():
-            token = _read_token_file(as_path)
-            if token:
-                return KaggleCredentials("env-token", token=token, path=str(as_path))
-        else:
-            return KaggleCredentials("env-token", token=value.strip())
-    for name in ("access_token", "access_token.txt"):
-        path = home / ".kaggle" / name
-        token = _read_token_file(path)
+    if value and Path(value).exists():
+        # Путь к файлу с токеном. Пустой файл kagglesdk не пропускает дальше к
+        # ~/.kaggle/access_token, а сразу переходит к старым ключам — так и мы.
+        token = _read_token_file(Path(value))
         if token:
-            return KaggleCredentials("access_token", token=token, path=str(path))
+            return KaggleCredentials("env-token", token=token, path=value)
+    elif value:
+        return KaggleCredentials("env-token", token=value)
+    else:
+        for name in ("access_token", "access_token.txt"):
+            path = home / ".kaggle" / name
+            token = _read_token_file(path)
+            if token:
+                return KaggleCredentials("access_token", token=token, path=str(path))
     if env.get("KAGGLE_USERNAME") and env.get("KAGGLE_KEY"):
         return KaggleCredentials("env", env["KAGGLE_USERNAME"], env["KAGGLE_KEY"])
     folder = Path(env["KAGGLE_CONFIG_DIR"]).expanduser() if env.get("KAGGLE_CONFIG_DIR") else None

@@ -463,3 +463,17 @@ def test_tiny_mode_never_checks_kaggle(monkeypatch):
 
     preset = runtime.choose_preset("gemma3_1b", notify=lambda *a: None, check_access=no_network)
     assert preset == "/tiny"
+
+
+def test_empty_token_file_skips_to_legacy_keys_like_kagglehub(tmp_path, monkeypatch):
+    """KAGGLE_API_TOKEN указывает на пустой файл: kagglesdk сразу идёт к старым ключам."""
+    config = pytest.importorskip("kagglehub.config")
+    home = tmp_path / "home"
+    empty = write(tmp_path / "empty-token", "")
+    write(home / ".kaggle" / "access_token", "KGAT_home")
+    env = {"KAGGLE_API_TOKEN": str(empty), "KAGGLE_USERNAME": "u", "KAGGLE_KEY": "k"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    ours = find_kaggle_credentials(env, home, platform="local")
+    theirs = config.get_kaggle_credentials()
+    assert (ours.source, ours.username, ours.key) == ("env", theirs.username, theirs.key)
