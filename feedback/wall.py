@@ -98,7 +98,7 @@ def wall_report_html(
         t4 = t4_usable(env)
         verdict = "не поместятся" if need > t4.gib else "поместятся"
         lines.append(
-            "Видеокарты нет, поэтому сравнивать не с чем. На T4 (15 360 МиБ) модели "
+            "Видеокарты нет, поэтому сравнивать не с чем. На T4 (15\u202f360 МиБ) модели "
             f"досталось бы <b>{html.escape(format_gib(t4.gib))}</b> — {html.escape(t4.how)}; "
             f"такие веса {verdict}."
         )

@@ -113,6 +113,5 @@ def usable_memory(
     usable = min(int(total_bytes * settings.fraction), int(total_bytes) - CUDA_CONTEXT_BYTES)
     return UsableMemory(
         max(usable, 0),
-        f"{_percent(settings.fraction)} всей памяти карты — столько XLA отводит себе "
-        "по доле XLA_PYTHON_CLIENT_MEM_FRACTION",
+        f"{_percent(settings.fraction)} всей памяти карты (доля XLA_PYTHON_CLIENT_MEM_FRACTION)",
     )
