@@ -6,6 +6,10 @@
 вызов включает компиляцию XLA), таблица «запрос — две генерации», график времени
 и проверка списка генераций.
 
+Скорость считается по токенам, которые модель на самом деле вычислила: запрос
+дополняется до длины, кратной :data:`LENGTH_STEP`, и генерация идёт до этой длины
+плюс ``max_new_tokens``, а в ответ попадают только ``max_new_tokens`` из них.
+
 Модуль лёгкий: keras, keras_hub, jax и matplotlib импортируются только внутри
 функций, поэтому ``from feedback import generation`` ничего тяжёлого не загружает.
 """
@@ -19,7 +23,7 @@ import sys
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from feedback import runtime
@@ -54,7 +58,8 @@ DEFAULT_NEW_TOKENS = 50
 
 #: Длина запроса в токенах округляется вверх до кратной этому числу. XLA компилирует
 #: генерацию заново для каждой новой длины; с округлением десяти запросам курса
-#: хватает одной-двух компиляций, а лишние токены отрезаются.
+#: хватает одной-двух компиляций. Модель генерирует и в добавленные позиции, и эти
+#: токены отрезаются, но время на них уходит: их учитывает число вычисленных шагов.
 LENGTH_STEP = 16
 
 TOP_K = 10
@@ -89,6 +94,7 @@ def load_model(name: str) -> Any:
     preset = runtime.choose_preset(real_preset)
     model = keras_hub.models.Gemma3CausalLM.from_preset(preset, dtype="bfloat16")
     _use_sampler(model, greedy=True)
+    _state(model).name = name
     shown = real_preset if preset == real_preset else "крошечная учебная модель"
     print(
         f"{name} ({shown}, {format_number(model.count_params())} параметров) загружена в "
@@ -144,6 +150,30 @@ class _ModelState:
     greedy: bool | None = None
     function: Any = None
     lengths: set[int] = field(default_factory=set)
+    name: str | None = None  # имя модели в курсе, если её загрузил load_model
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Итог одного вызова генерации.
+
+    ``new_tokens`` — сколько токенов попало в ответ; ``steps`` — сколько токенов модель
+    вычислила: до конца округлённой длины запроса плюс ``max_new_tokens`` или до
+    стоп-токена. Скорость модели — ``steps`` в секунду.
+    """
+
+    text: str
+    new_tokens: int
+    compiled: bool
+    steps: int
+    prompt: str = ""
+    max_new_tokens: int = 0
+
+
+# Журнал вызовов по имени модели в курсе: модель к графику уже удалена (free_model),
+# а вычисленные шаги цикла нужны. Хранятся только числа, не тексты.
+_LEDGER: dict[str, list[Generated]] = {}
+_LEDGER_LIMIT = 200
 
 
 def _state(model: Any) -> _ModelState:
@@ -212,8 +242,21 @@ def count_prompt_tokens(model: Any, prompt: str) -> int:
     return int(tokens.size) + (1 if getattr(preprocessor, "add_start_token", True) else 0)
 
 
-def _generate(model: Any, prompt: str, max_new_tokens: int, greedy: bool) -> tuple[str, int, bool]:
-    """Генерация: (текст, сколько новых токенов, была ли компиляция XLA)."""
+def _computed_steps(token_ids: Any, prompt_length: int, max_length: int, stop_ids: Any) -> int:
+    """Сколько токенов вычислил сэмплер Keras Hub.
+
+    Он идёт от конца запроса до ``max_length`` и останавливается раньше, только если
+    сгенерировал стоп-токен (сам стоп-токен тоже вычислен).
+    """
+    import numpy as np
+
+    generated = np.asarray(token_ids)[0, prompt_length:max_length]
+    stops = np.flatnonzero(np.isin(generated, stop_ids))
+    return int(stops[0]) + 1 if stops.size else int(max_length - prompt_length)
+
+
+def _generate(model: Any, prompt: str, max_new_tokens: int, greedy: bool) -> Generated:
+    """Генерация одного запроса: текст, токены в ответе, вычисленные шаги, компиляция."""
     import numpy as np
 
     if not isinstance(prompt, str):
@@ -240,6 +283,7 @@ def _generate(model: Any, prompt: str, max_new_tokens: int, greedy: bool) -> tup
     token_ids = _to_numpy(outputs["token_ids"])
     mask = _to_numpy(outputs["padding_mask"]).astype(bool).copy()
     state.lengths.add(max_length)
+    steps = _computed_steps(token_ids, prompt_length, max_length, stop_ids)
     limit = prompt_length + max_new_tokens
     mask[:, limit:] = False  # лишнее от округления длины отрезаем
     stop = np.isin(token_ids, stop_ids)
@@ -249,7 +293,12 @@ def _generate(model: Any, prompt: str, max_new_tokens: int, greedy: bool) -> tup
     new_ids = token_ids[0, prompt_length:limit][mask[0, prompt_length:limit]]
     new_tokens = sum(1 for i in new_ids.tolist() if int(i) not in special)
     text = preprocessor.generate_postprocess({"token_ids": token_ids, "padding_mask": mask})
-    return _first_text(text), new_tokens, compiled
+    result = Generated(_first_text(text), new_tokens, compiled, steps, prompt, max_new_tokens)
+    if state.name:
+        calls = _LEDGER.setdefault(state.name, [])
+        calls.append(replace(result, text=""))
+        del calls[:-_LEDGER_LIMIT]
+    return result
 
 
 def generate(
@@ -261,7 +310,7 @@ def generate(
     ``greedy=True`` — жадная генерация (всегда самый вероятный токен, результат
     повторяется); ``greedy=False`` — случайный выбор из 10 самых вероятных (top-k).
     """
-    return _generate(model, prompt, max_new_tokens, greedy)[0]
+    return _generate(model, prompt, max_new_tokens, greedy).text
 
 
 # --------------------------------------------------------------------------- время
@@ -296,9 +345,10 @@ def _seconds_ru(seconds: float) -> str:
 class GenerationTimer:
     """Замеряет каждый вызов генерации отдельно.
 
-    ``timer.generate(model, prompt)`` генерирует и записывает время, число новых
-    токенов и признак «была компиляция XLA». В тетрадке таймер показывается
-    таблицей, а :meth:`summary` по-русски объясняет, почему первый вызов медленный.
+    ``timer.generate(model, prompt)`` генерирует и записывает время, число токенов в
+    ответе, число вычисленных токенов и признак «была компиляция XLA». В тетрадке
+    таймер показывается таблицей, а :meth:`summary` по-русски объясняет, почему первый
+    вызов медленный. Скорость модели считается по вычисленным токенам.
     """
 
     name: str = "модель"
@@ -307,6 +357,7 @@ class GenerationTimer:
     seconds: list[float] = field(default_factory=list)
     new_tokens: list[int] = field(default_factory=list)
     compiled: list[bool] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
 
     def generate(
         self,
@@ -316,18 +367,27 @@ class GenerationTimer:
         greedy: bool = True,
     ) -> str:
         start = time.perf_counter_ns()
-        text, new_tokens, compiled = _generate(model, prompt, max_new_tokens, greedy)
-        self.record(prompt, text, (time.perf_counter_ns() - start) / 1e9, new_tokens, compiled)
-        return text
+        result = _generate(model, prompt, max_new_tokens, greedy)
+        seconds = (time.perf_counter_ns() - start) / 1e9
+        self.record(prompt, result.text, seconds, result.new_tokens, result.compiled, result.steps)
+        return result.text
 
     def record(
-        self, prompt: str, text: str, seconds: float, new_tokens: int, compiled: bool = False
+        self,
+        prompt: str,
+        text: str,
+        seconds: float,
+        new_tokens: int,
+        compiled: bool = False,
+        steps: int | None = None,
     ) -> None:
+        """Записывает вызов; ``steps`` — вычисленные токены (по умолчанию = ``new_tokens``)."""
         self.prompts.append(prompt)
         self.texts.append(text)
         self.seconds.append(float(seconds))
         self.new_tokens.append(int(new_tokens))
         self.compiled.append(bool(compiled))
+        self.steps.append(int(new_tokens if steps is None else steps))
 
     @property
     def total_seconds(self) -> float:
@@ -338,8 +398,17 @@ class GenerationTimer:
         return sum(self.new_tokens)
 
     @property
+    def total_steps(self) -> int:
+        return sum(self.steps)
+
+    @property
     def tokens_per_second(self) -> list[float]:
-        """Скорость каждого вызова: новые токены / секунды."""
+        """Скорость модели в каждом вызове: вычисленные токены / секунды."""
+        return [t / s if s > 0 else math.inf for t, s in zip(self.steps, self.seconds, strict=True)]
+
+    @property
+    def answer_tokens_per_second(self) -> list[float]:
+        """Сколько токенов ответа получено в секунду в каждом вызове."""
         return [
             t / s if s > 0 else math.inf for t, s in zip(self.new_tokens, self.seconds, strict=True)
         ]
@@ -354,19 +423,25 @@ class GenerationTimer:
         rest = self.seconds[1:]
         return sum(rest) / len(rest) if rest else None
 
-    @property
-    def warm_tokens_per_second(self) -> float | None:
-        """Скорость без компиляции: по вызовам, где XLA ничего не компилировал."""
+    def _warm(self, counts: list[int]) -> float | None:
         pairs = [
-            (t, s)
-            for t, s, c in zip(self.new_tokens, self.seconds, self.compiled, strict=True)
-            if not c
+            (t, s) for t, s, c in zip(counts, self.seconds, self.compiled, strict=True) if not c
         ]
         seconds = sum(s for _, s in pairs)
         return sum(t for t, _ in pairs) / seconds if pairs and seconds > 0 else None
 
+    @property
+    def warm_tokens_per_second(self) -> float | None:
+        """Скорость модели без компиляции: вычисленные токены в вызовах без компиляции XLA."""
+        return self._warm(self.steps)
+
+    @property
+    def warm_answer_tokens_per_second(self) -> float | None:
+        """То же, но считая только токены, попавшие в ответ."""
+        return self._warm(self.new_tokens)
+
     def summary(self) -> str:
-        """Вывод по-русски: первый вызов против остальных."""
+        """Вывод по-русски: первый вызов против остальных и скорость без компиляции."""
         if not self.seconds:
             return f"{self.name}: вызовов ещё не было."
         first = self.seconds[0]
@@ -396,14 +471,25 @@ class GenerationTimer:
             )
         speed = self.warm_tokens_per_second
         if speed is not None and math.isfinite(speed):
-            lines.append(f"Скорость без компиляции: {format_number(speed, 3)} токенов в секунду.")
+            text = f"Скорость без компиляции: {format_number(speed, 3)} токенов в секунду"
+            answer = self.warm_answer_tokens_per_second
+            if self.steps != self.new_tokens and answer is not None:
+                text += (
+                    f" — столько модель вычисляет. В ответ из них попадает "
+                    f"{format_number(answer, 3)} в секунду: запрос дополняется до длины, "
+                    f"кратной {LENGTH_STEP}, модель генерирует и в эти позиции, а лишнее "
+                    "отрезается"
+                )
+            lines.append(text + ".")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         rows = [
-            f"{i}. {_seconds_ru(s)}, {t} ток., {'компиляция' if c else 'без компиляции'}"
-            for i, (s, t, c) in enumerate(
-                zip(self.seconds, self.new_tokens, self.compiled, strict=True), start=1
+            f"{i}. {_seconds_ru(s)}, {t} ток. в ответе, {n} вычислено, "
+            f"{'компиляция' if c else 'без компиляции'}"
+            for i, (s, t, n, c) in enumerate(
+                zip(self.seconds, self.new_tokens, self.steps, self.compiled, strict=True),
+                start=1,
             )
         ]
         return "\n".join([*rows, self.summary()])
@@ -413,11 +499,12 @@ class GenerationTimer:
 
     def _repr_html_(self) -> str:
         rows = []
-        for i, (prompt, s, t, c, speed) in enumerate(
+        for i, (prompt, s, t, n, c, speed) in enumerate(
             zip(
                 self.prompts,
                 self.seconds,
                 self.new_tokens,
+                self.steps,
                 self.compiled,
                 self.tokens_per_second,
                 strict=True,
@@ -428,13 +515,14 @@ class GenerationTimer:
             mark = "да" if c else "нет"
             rows.append(
                 f"<tr><td>{i}</td><td style='text-align:left'>{_escape(_shorten(prompt, 60))}"
-                f"</td><td>{_seconds_ru(s)}</td><td>{t}</td><td>{shown_speed}</td>"
+                f"</td><td>{_seconds_ru(s)}</td><td>{t}</td><td>{n}</td><td>{shown_speed}</td>"
                 f"<td>{mark}</td></tr>"
             )
         summary = "<br>".join(html.escape(line) for line in self.summary().splitlines())
         return (
             "<div class='course7-timing'>"
-            f"<table><thead><tr><th>№</th><th>Запрос</th><th>Время</th><th>Новых токенов</th>"
+            f"<table><thead><tr><th>№</th><th>Запрос</th><th>Время</th>"
+            f"<th>Токенов в ответе</th><th>Вычислено токенов</th>"
             f"<th>Токенов в секунду</th><th>Компиляция XLA</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>"
             f"<p style='margin:0.4em 0'>{summary}</p></div>"
@@ -459,21 +547,54 @@ def timed_generations(
     return timer
 
 
-def _duration_seconds(value: Any) -> tuple[float | None, int | None]:
-    """(секунды, новые токены) из наносекунд или из :class:`GenerationTimer`."""
+def loop_counts(
+    name: str, prompts: Sequence[str] = PROMPTS, max_new_tokens: int = DEFAULT_NEW_TOKENS
+) -> tuple[int, int] | None:
+    """(вычислено токенов, токенов в ответе) за последний цикл модели ``name`` по ``prompts``.
+
+    Берётся последняя подряд идущая серия вызовов :func:`generate` с этими запросами в
+    том же порядке и тем же ``max_new_tokens``; ``None`` — такой серии не было (например,
+    модель загружена не через :func:`load_model`).
+    """
+    calls = _LEDGER.get(name, [])
+    wanted = list(prompts)
+    for end in range(len(calls), len(wanted) - 1, -1):
+        run = calls[end - len(wanted) : end]
+        if [c.prompt for c in run] == wanted and all(
+            c.max_new_tokens == max_new_tokens for c in run
+        ):
+            return sum(c.steps for c in run), sum(c.new_tokens for c in run)
+    return None
+
+
+@dataclass(frozen=True)
+class _Measured:
+    seconds: float
+    steps: int | None  # вычислено токенов; None — неизвестно
+    answer: int  # токенов в ответе
+
+
+def _measure(name: str, value: Any, new_tokens: int | Mapping[str, int] | None) -> _Measured | None:
+    """Секунды и токены цикла из наносекунд или из :class:`GenerationTimer`."""
     if isinstance(value, GenerationTimer):
         if not value.seconds:
-            return None, None
-        return value.total_seconds, value.total_new_tokens
+            return None
+        return _Measured(value.total_seconds, value.total_steps, value.total_new_tokens)
     if isinstance(value, bool) or value is None or value is Ellipsis:
-        return None, None
+        return None
     try:
         seconds = float(value) / 1e9
     except (TypeError, ValueError):
-        return None, None
+        return None
     if not math.isfinite(seconds) or seconds <= 0:
-        return None, None
-    return seconds, None
+        return None
+    answer = new_tokens.get(name) if isinstance(new_tokens, Mapping) else new_tokens
+    counted = loop_counts(name)
+    if answer is None and counted is not None:
+        return _Measured(seconds, counted[0], counted[1])
+    if answer is None:
+        answer = len(PROMPTS) * DEFAULT_NEW_TOKENS
+    return _Measured(seconds, None, int(answer))
 
 
 def plot_durations(
@@ -482,23 +603,17 @@ def plot_durations(
     """Два графика столбцами: общее время и токены в секунду для каждой модели.
 
     ``durations`` — имя модели → длительность цикла в наносекундах (разность
-    ``time.time_ns()``) или :class:`GenerationTimer`. ``new_tokens`` — сколько новых
-    токенов сгенерировано (по умолчанию 10 запросов × 50). Если длительностей ещё
-    нет, печатает подсказку и возвращает None.
+    ``time.time_ns()``) или :class:`GenerationTimer`. Скорость считается по токенам,
+    которые модель вычислила (их знает :func:`loop_counts` для циклов через
+    :func:`generate`); если в ответ попало меньше, рядом показан и этот столбец.
+    ``new_tokens`` — явное число токенов в ответе (по умолчанию 10 запросов × 50).
+    Если длительностей ещё нет, печатает подсказку и возвращает None.
     """
-    ready = {}
-    for name, value in durations.items():
-        seconds, tokens = _duration_seconds(value)
-        if seconds is None:
-            continue
-        if tokens is None:
-            if isinstance(new_tokens, Mapping):
-                tokens = new_tokens.get(name)
-            else:
-                tokens = new_tokens
-            if tokens is None:
-                tokens = len(PROMPTS) * DEFAULT_NEW_TOKENS
-        ready[name] = (seconds, int(tokens))
+    ready = {
+        name: measured
+        for name, value in durations.items()
+        if (measured := _measure(name, value, new_tokens)) is not None
+    }
     if not ready:
         print("График появится, когда будут замерены длительности обоих циклов.")
         return None
@@ -506,26 +621,47 @@ def plot_durations(
     import matplotlib.pyplot as plt
 
     names = list(ready)
-    seconds = [ready[name][0] for name in names]
-    speeds = [ready[name][1] / ready[name][0] for name in names]
+    seconds = [ready[name].seconds for name in names]
+    computed = [(ready[name].steps or ready[name].answer) / ready[name].seconds for name in names]
+    answered = [ready[name].answer / ready[name].seconds for name in names]
+    both = any(ready[name].steps not in (None, ready[name].answer) for name in names)
+    unknown = all(ready[name].steps is None for name in names)
     colours = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"][: len(names)]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
-    for axes, values, title, unit in (
-        (left, seconds, "Время на все запросы", "с"),
-        (right, speeds, "Скорость: новые токены / время", "ток./с"),
-    ):
-        bars = axes.bar(names, values, color=colours)
-        axes.set_title(title)
-        axes.set_ylabel(unit)
-        axes.set_ylim(0, max(values) * 1.2)
-        for bar, value in zip(bars, values, strict=True):
-            axes.annotate(
-                f"{format_number(value, 3)} {unit}",
-                (bar.get_x() + bar.get_width() / 2, value),
-                ha="center",
-                va="bottom",
-                fontsize=9,
+    figure, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    positions = list(range(len(names)))
+    width = 0.38 if both else 0.6
+    panels = [(left, [(seconds, 0.0, 1.0, None)], "Время на все запросы", "с")]
+    speed_bars = [(computed, -width / 2 if both else 0.0, 1.0, "вычислено")]
+    if both:
+        speed_bars.append((answered, width / 2, 0.45, "в ответе"))
+    title = "Скорость: токены ответа / время" if unknown else "Скорость: токенов в секунду"
+    panels.append((right, speed_bars, title, "ток./с"))
+    for axes, series, panel_title, unit in panels:
+        top = 0.0
+        for values, shift, alpha, label in series:
+            bars = axes.bar(
+                [p + shift for p in positions],
+                values,
+                width=width if axes is right else 0.6,
+                color=colours,
+                alpha=alpha,
+                label=label,
             )
+            top = max(top, *values)
+            for bar, value in zip(bars, values, strict=True):
+                axes.annotate(
+                    f"{format_number(value, 3)} {unit}",
+                    (bar.get_x() + bar.get_width() / 2, value),
+                    ha="center",
+                    va="bottom",
+                    fontsize=8,
+                )
+        axes.set_xticks(positions, names)
+        axes.set_title(panel_title)
+        axes.set_ylabel(unit)
+        axes.set_ylim(0, top * 1.25)
+    if both:
+        right.legend(fontsize=8, loc="upper right")
     figure.tight_layout()
     return figure
 

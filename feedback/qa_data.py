@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from feedback.notice import show_notice
+from feedback.tiny_mode import is_tiny_mode
 
 QA_URL = (
     "https://storage.googleapis.com/dm-educational/assets/ai_foundations/africa_galore_qa_v2.json"
@@ -134,8 +135,6 @@ def load_qa(
     Ошибка сети (таймаут ``timeout`` секунд) или неверный файл — наш набор и
     заметное сообщение. Возвращает список словарей.
     """
-    from feedback.runtime import is_tiny_mode
-
     env = os.environ if env is None else env
     if offline is None and is_tiny_mode(env):
         return _fallback("включён учебный режим с крошечной моделью", notify)

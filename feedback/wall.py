@@ -1,20 +1,24 @@
 """Лабораторная 7.3: оценка «влезут ли веса» до загрузки модели.
 
 Прежде чем ждать загрузку и получить ``RESOURCE_EXHAUSTED``, можно всё посчитать:
-веса занимают P · b байт. Здесь это сравнивается с памятью найденной видеокарты и,
-если карта большая, подсказывается, какая модель упрётся в стену на ней.
+веса занимают P · b байт. Здесь это сравнивается с памятью, которую модель реально
+получит на найденной видеокарте, и, если карта большая, подсказывается, какая модель
+упрётся в стену на ней.
+
+Сколько памяти «реально получит» — решает только :mod:`feedback.xla_memory`: предел из
+JAX уже включает долю ``XLA_PYTHON_CLIENT_MEM_FRACTION``, и здесь на неё больше ничего
+не умножается.
 """
 
 from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from feedback.formatting import bytes_to_gb, format_gib, format_number
-
-#: Доля памяти, которую JAX берёт себе при XLA_PYTHON_CLIENT_MEM_FRACTION=0.9.
-MEM_FRACTION = 0.9
+from feedback.xla_memory import T4_TOTAL_BYTES, UsableMemory, usable_memory, xla_memory_settings
 
 
 @dataclass(frozen=True)
@@ -39,15 +43,26 @@ def weights_gib(params: float, bytes_per_param: float) -> float:
     return bytes_to_gb(params * bytes_per_param)
 
 
-def usable_gib(memory_gib: float, fraction: float = MEM_FRACTION) -> float:
-    """Сколько памяти видеокарты достанется модели при заданной доле JAX."""
-    return memory_gib * fraction
+def t4_usable(env: Mapping[str, str] | None = None) -> UsableMemory:
+    """Сколько памяти получила бы модель на T4 при текущих настройках XLA."""
+    found = usable_memory(T4_TOTAL_BYTES, None, xla_memory_settings(env))
+    assert found is not None  # вся память T4 известна
+    return found
 
 
-def preset_for_the_wall(memory_gib: float, bytes_per_param: float = 4) -> Preset | None:
-    """Самая маленькая Gemma 3, чьи веса не поместятся в эту видеокарту."""
+def usable_gib(accelerator: object | None = None, env: Mapping[str, str] | None = None) -> float:
+    """Память для модели, ГиБ: на найденной видеокарте или, если её нет, на T4.
+
+    ``accelerator`` — :class:`feedback.runtime.Accelerator` (или ``None``).
+    """
+    found = accelerator.usable(env) if accelerator is not None else None
+    return (found or t4_usable(env)).gib
+
+
+def preset_for_the_wall(usable: float, bytes_per_param: float = 4) -> Preset | None:
+    """Самая маленькая Gemma 3, чьи веса не поместятся в ``usable`` ГиБ."""
     for preset in GEMMA3_PRESETS:
-        if weights_gib(preset.params, bytes_per_param) > usable_gib(memory_gib):
+        if weights_gib(preset.params, bytes_per_param) > usable:
             return preset
     return None
 
@@ -61,9 +76,16 @@ def params_of(preset_name: str) -> float:
 
 
 def wall_report_html(
-    preset_name: str, memory_gib: float | None, device: str, bytes_per_param: float = 4
+    preset_name: str,
+    accelerator: object | None,
+    bytes_per_param: float = 4,
+    env: Mapping[str, str] | None = None,
 ) -> str:
-    """Сводка до загрузки: веса против памяти видеокарты и вывод, что будет."""
+    """Сводка до загрузки: веса против памяти, которую модель получит, и вывод, что будет.
+
+    ``accelerator`` — :class:`feedback.runtime.Accelerator` (или ``None``): нужны его
+    ``describe()`` и ``usable(env)``.
+    """
     need = weights_gib(params_of(preset_name), bytes_per_param)
     dtype = {4: "float32", 2: "bfloat16"}.get(bytes_per_param, f"{bytes_per_param} байт")
     lines = [
@@ -71,25 +93,27 @@ def wall_report_html(
         f"{format_number(params_of(preset_name))} параметров × {format_number(bytes_per_param)} "
         f"байта ({dtype}) = <b>{html.escape(format_gib(need))}</b> только на веса."
     ]
-    if memory_gib is None:
+    usable = accelerator.usable(env) if accelerator is not None else None
+    if usable is None:
+        t4 = t4_usable(env)
+        verdict = "не поместятся" if need > t4.gib else "поместятся"
         lines.append(
-            "Видеокарты нет, поэтому сравнивать не с чем. На T4 (около 15 ГиБ, из них "
-            f"JAX возьмёт {format_number(MEM_FRACTION * 100)} %) такие веса не поместятся."
+            "Видеокарты нет, поэтому сравнивать не с чем. На T4 (15\u202f360 МиБ) модели "
+            f"досталось бы <b>{html.escape(format_gib(t4.gib))}</b> — {html.escape(t4.how)}; "
+            f"такие веса {verdict}."
         )
     else:
-        usable = usable_gib(memory_gib)
         lines.append(
-            f"Видеокарта: {html.escape(device)}, {html.escape(format_gib(memory_gib))}; "
-            f"JAX возьмёт {format_number(MEM_FRACTION * 100)} % — "
-            f"<b>{html.escape(format_gib(usable))}</b>."
+            f"Видеокарта: {html.escape(accelerator.describe())}. Модели достанется "
+            f"<b>{html.escape(format_gib(usable.gib))}</b> — {html.escape(usable.how)}."
         )
-        if need > usable:
+        if need > usable.gib:
             lines.append(
                 "Вывод: <b>не поместится</b> — загрузка упадёт с ошибкой RESOURCE_EXHAUSTED."
             )
         else:
             lines.append("Вывод: на этой видеокарте веса <b>поместятся</b>, стены не будет.")
-            wall = preset_for_the_wall(memory_gib, bytes_per_param)
+            wall = preset_for_the_wall(usable.gib, bytes_per_param)
             if wall is not None:
                 lines.append(
                     f"Чтобы упереться в стену здесь, загрузите <b>{wall.name}</b> "
@@ -106,12 +130,15 @@ def wall_report_html(
 
 
 def show_wall_report(
-    preset_name: str, memory_gib: float | None, device: str, bytes_per_param: float = 4
+    preset_name: str,
+    accelerator: object | None,
+    bytes_per_param: float = 4,
+    env: Mapping[str, str] | None = None,
 ) -> None:
     """Показывает :func:`wall_report_html` в тетрадке."""
     from IPython.display import HTML, display
 
-    display(HTML(wall_report_html(preset_name, memory_gib, device, bytes_per_param)))
+    display(HTML(wall_report_html(preset_name, accelerator, bytes_per_param, env)))
 
 
 def presets_chart_data(bytes_per_param: float = 4) -> dict[str, dict[str, float]]:
@@ -127,7 +154,9 @@ def loaded_model_report(model: object | None, real_preset: str) -> str:
     if model is None:
         return (
             "Модель не загрузилась — как и предсказывал расчёт. Памяти видеокарты не хватило "
-            "ещё до обучения: это и есть стена памяти."
+            "ещё до обучения: это и есть стена памяти. Веса при этом даже не скачивались: "
+            "Keras Hub сначала строит модель в памяти видеокарты и только потом скачивает "
+            "в неё веса, а построить её не удалось."
         )
     weights = getattr(model, "weights", [])
     counts = [math.prod(tuple(getattr(w, "shape", ()))) for w in weights]

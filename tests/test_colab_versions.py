@@ -9,7 +9,9 @@ Colab до сих пор ставит IPython 7.34 и ipywidgets 7.7, а наш�
 * выполняет решения лабораторных 7.2 и 7.4 через nbval в строгом режиме
   (``FEEDBACK_STRICT=1``), как ``make nbval``;
 * выполняет тетрадки учащихся «как есть»: у каждой проверки русский вердикт, без трассировок;
-* двигает ползунок ipywidgets 7 и смотрит, что число FLOPs пересчиталось.
+* двигает ползунок ipywidgets 7 и смотрит, что число FLOPs пересчиталось;
+* показывает план установки ``course7-feedback[gpu]`` поверх набора пакетов Colab с GPU
+  (``tests/data/colab_gpu_packages.txt``): что первая ячейка GPU-лабораторной поменяет.
 
 Части, которые выполняются внутри Colab-окружения, — функции ``probe_*`` этого же файла:
 файл запускается там как скрипт (``python tests/test_colab_versions.py versions``).
@@ -44,6 +46,12 @@ COLAB_PINS = (
 #: Чем выполняем тетрадки; на код курса эти версии не влияют.
 TOOLS = ("pytest>=8", "nbval==0.11.0", "nbformat>=5.9", "nbclient>=0.10")
 EXPECTED = {"IPython": "7.34.", "ipywidgets": "7.7."}
+
+COLAB_GPU_PACKAGES = ROOT / "tests" / "data" / "colab_gpu_packages.txt"
+#: Что ``pip install course7-feedback[gpu]`` меняет в Colab, и куда: так и написано в README.
+#: keras-hub 0.32 — версия, на которой курс проверен (дополнение tiny, CI); ей нужны
+#: keras>=3.15 и ровно kagglesdk 0.1.28. TensorFlow и tensorflow-text остаются как есть.
+GPU_CHANGES_IN_COLAB = {"keras": "up", "keras-hub": "up", "kagglesdk": "down"}
 
 pytestmark = pytest.mark.slow
 
@@ -146,6 +154,100 @@ def test_base_install_changes_nothing_colab_ships(colab_python):
     report = json.loads(done.stdout)
     would_install = sorted(item["metadata"]["name"] for item in report["install"])
     assert would_install == ["course7-feedback"]
+
+
+def _colab_gpu_pins() -> list[str]:
+    lines = COLAB_GPU_PACKAGES.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def _normalise(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def fake_colab_gpu_env(where: Path) -> Path:
+    """Окружение, где «установлены» пакеты Colab: только их метаданные (.dist-info).
+
+    Метаданные (зависимости каждой версии) берутся из отчёта ``pip install --dry-run
+    --report`` — колёса при этом не скачиваются. pip считает такие пакеты установленными
+    и строит план установки так же, как в настоящем Colab.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--report",
+            "-",
+            *_colab_gpu_pins(),
+        ],
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    site = next(where.glob("lib/python3*/site-packages"))
+    for item in json.loads(done.stdout)["install"]:
+        meta = item["metadata"]
+        info = site / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
+        info.mkdir()
+        lines = ["Metadata-Version: 2.1", f"Name: {meta['name']}", f"Version: {meta['version']}"]
+        if meta.get("requires_python"):
+            lines.append(f"Requires-Python: {meta['requires_python']}")
+        lines += [f"Requires-Dist: {req}" for req in meta.get("requires_dist", [])]
+        lines += [f"Provides-Extra: {extra}" for extra in meta.get("provides_extra", [])]
+        (info / "METADATA").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (info / "INSTALLER").write_text("pip\n", encoding="utf-8")
+        (info / "RECORD").write_text("", encoding="utf-8")
+    return where / "bin" / "python"
+
+
+def test_gpu_install_in_colab_changes_only_what_readme_says(tmp_path):
+    """План первой ячейки GPU-лабораторной в Colab: меняются ровно пакеты из README.
+
+    Набор Colab обновляется так: свежий pip-freeze.gpu.txt как ограничения (-c) и
+    ``pip install --dry-run --ignore-installed --report`` для пакетов Colab из дерева
+    ``course7-feedback[gpu]`` — его список ``install`` и есть новый файл данных.
+    """
+    colab = fake_colab_gpu_env(tmp_path / "colab-gpu")
+    installed = {_normalise(pin.split("==")[0]): pin.split("==")[1] for pin in _colab_gpu_pins()}
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(colab),
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--report",
+            "-",
+            f"{ROOT}[gpu]",
+        ],
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    plan = {
+        _normalise(item["metadata"]["name"]): item["metadata"]["version"]
+        for item in json.loads(done.stdout)["install"]
+    }
+    assert plan.pop("course7-feedback")
+    from packaging.version import Version
+
+    changes = {}
+    for name, version in plan.items():
+        assert name in installed, f"{name} {version}: в Colab такого пакета нет"
+        changes[name] = "up" if Version(version) > Version(installed[name]) else "down"
+    assert changes == GPU_CHANGES_IN_COLAB, {n: (installed[n], plan[n]) for n in plan}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in readme for name in changes), "README должен назвать эти пакеты"
 
 
 def test_versions_are_those_of_colab(colab_python):

@@ -195,19 +195,83 @@ def test_timer_separates_first_call():
     summary = timer.summary()
     assert "первый вызов — 24 с" in summary and "компилировал" in summary
     assert "в 60 раз" in summary
+    assert "В ответ из них" not in summary  # вычислено столько же, сколько в ответе
     assert "<table>" in timer._repr_html_()
     assert "вызовов ещё не было" in generation.GenerationTimer().summary()
+
+
+def test_speed_counts_the_tokens_the_model_computed():
+    """Запрос дополнен до 16 токенов: модель вычисляет 16 − 5 + 10 = 21 токен, в ответ — 10."""
+    timer = generation.GenerationTimer(name="Gemma-1B")
+    timer.record("a", "a b", 2.0, 10, compiled=True, steps=21)
+    timer.record("a", "a b", 0.5, 10, steps=21)
+    assert timer.tokens_per_second == pytest.approx([10.5, 42])
+    assert timer.answer_tokens_per_second == pytest.approx([5, 20])
+    assert timer.warm_tokens_per_second == pytest.approx(42)
+    assert timer.warm_answer_tokens_per_second == pytest.approx(20)
+    summary = timer.summary()
+    assert "42 токенов в секунду" in summary and "В ответ из них попадает 20" in summary
+    assert "кратной 16" in summary
+    assert "<th>Вычислено токенов</th>" in timer._repr_html_()
+
+
+@pytest.mark.parametrize(
+    ("generated", "expected"),
+    [
+        ([7, 7, 7, 7, 7, 7], 6),  # без стоп-токена — до конца max_length
+        ([7, 7, 1, 0, 0, 0], 3),  # стоп-токен (eos = 1) на третьем шаге, сам он тоже вычислен
+        ([7, 7, 7, 7, 7, 106], 6),
+    ],
+)
+def test_computed_steps_stop_at_the_stop_token(generated, expected):
+    import numpy as np
+
+    prompt = [2, 5, 5, 5]  # <bos> и три токена запроса
+    token_ids = np.array([prompt + generated])
+    assert generation._computed_steps(token_ids, len(prompt), token_ids.shape[1], (1, 106)) == (
+        expected
+    )
+
+
+def test_loop_counts_take_the_last_full_loop(monkeypatch):
+    calls = [
+        generation.Generated("", 10, True, 21, generation.JIDE_PROMPT, 10),
+        *(generation.Generated("", 50, False, 60, p, 50) for p in PROMPTS),
+        *(generation.Generated("", 49, False, 55, p, 50) for p in PROMPTS),
+        generation.Generated("", 5, False, 16, PROMPTS[0], 5),
+    ]
+    monkeypatch.setitem(generation._LEDGER, "Gemma-1B", calls)
+    assert generation.loop_counts("Gemma-1B") == (550, 490)
+    assert generation.loop_counts("Gemma-4B") is None
 
 
 def test_plot_durations(monkeypatch, capsys):
     pytest.importorskip("matplotlib")
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setattr(generation, "_LEDGER", {})
     assert generation.plot_durations({"Gemma-1B": None, "Gemma-4B": ...}) is None
     assert "График появится" in capsys.readouterr().out
     figure = generation.plot_durations({"Gemma-1B": 40e9, "Gemma-4B": 100e9})
     left, right = figure.axes
     assert [bar.get_height() for bar in left.patches] == pytest.approx([40, 100])
     assert [bar.get_height() for bar in right.patches] == pytest.approx([12.5, 5])
+    assert "токены ответа" in right.get_title()
+
+
+def test_plot_durations_shows_computed_and_answer_speed(monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    loop = [generation.Generated("", 50, False, 70, p, 50) for p in PROMPTS]
+    monkeypatch.setattr(generation, "_LEDGER", {"Gemma-1B": loop})
+    figure = generation.plot_durations({"Gemma-1B": 35e9, "Gemma-4B": 100e9})
+    _, right = figure.axes
+    # Gemma-1B: 700 вычислено / 35 с = 20; в ответе 500 / 35. Gemma-4B без журнала: 500 / 100.
+    heights = [bar.get_height() for bar in right.patches]
+    assert heights == pytest.approx([20, 5, 500 / 35, 5])
+    assert [text.get_text() for text in right.get_legend().get_texts()] == [
+        "вычислено",
+        "в ответе",
+    ]
 
 
 def test_side_by_side_escapes_and_tolerates_missing():
@@ -265,16 +329,28 @@ def test_generate_returns_text_starting_with_prompt(tiny_model):
 
 
 def test_new_tokens_are_limited_and_compilation_is_reused(tiny_model):
-    text, new_tokens, _ = generation._generate(tiny_model, PROMPTS[0], 7, True)
-    assert 0 < new_tokens <= 7
-    _, _, compiled_again = generation._generate(tiny_model, PROMPTS[0], 7, True)
-    assert not compiled_again
+    first = generation._generate(tiny_model, PROMPTS[0], 7, True)
+    assert 0 < first.new_tokens <= 7
+    assert not generation._generate(tiny_model, PROMPTS[0], 7, True).compiled
     prompts = [PROMPTS[0], PROMPTS[2]]  # одна длина после округления — одна компиляция
     timer = generation.timed_generations(tiny_model, prompts, max_new_tokens=7, name="tiny")
-    assert timer.texts[0] == text
+    assert timer.texts[0] == first.text
     assert timer.compiled == [False, False]
     assert len(timer.seconds) == 2 and all(s > 0 for s in timer.seconds)
     assert generation.check_generations(timer.texts, prompts).passed
+
+
+def test_steps_include_the_padding_the_sampler_fills(tiny_model):
+    """Сэмплер генерирует от конца запроса до округлённой длины + max_new_tokens."""
+    prompt = PROMPTS[1]
+    length = generation.count_prompt_tokens(tiny_model, prompt)
+    padded = -(-length // generation.LENGTH_STEP) * generation.LENGTH_STEP
+    result = generation._generate(tiny_model, prompt, 7, True)
+    assert result.new_tokens <= 7 < padded - length + 7
+    # Без стоп-токена вычислено всё до max_length; со стоп-токеном — меньше, но не меньше ответа.
+    assert result.new_tokens <= result.steps <= padded - length + 7
+    timer = generation.timed_generations(tiny_model, [prompt], max_new_tokens=7)
+    assert timer.steps == [result.steps]
 
 
 def test_sampled_generation_also_continues_the_prompt(tiny_model):

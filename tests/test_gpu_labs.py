@@ -14,8 +14,14 @@ LAB5 = ROOT / "solutions" / "lab_7_5_bfloat16_lora" / "lab_7_5_bfloat16_lora.ipy
 
 @pytest.fixture
 def no_kaggle(tmp_path, monkeypatch):
-    """Чистая «машина учащегося»: ни переменных Kaggle, ни ~/.kaggle/kaggle.json."""
-    for name in ("KAGGLE_USERNAME", "KAGGLE_KEY", "KAGGLE_CONFIG_DIR", "COURSE7_TINY"):
+    """Чистая «машина учащегося»: ни переменных Kaggle, ни ~/.kaggle с ключами."""
+    for name in (
+        "KAGGLE_API_TOKEN",
+        "KAGGLE_USERNAME",
+        "KAGGLE_KEY",
+        "KAGGLE_CONFIG_DIR",
+        "COURSE7_TINY",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("COURSE7_CACHE_DIR", str(ROOT / ".course-work" / "cache"))
@@ -42,3 +48,27 @@ def test_without_tiny_mode_the_load_stops_with_russian_instructions(no_kaggle, m
     text = "\n".join(first.traceback)
     assert "Не найдены ключи Kaggle" in text and "kaggle.json" in text
     assert "Traceback" not in text and "ConnectionError" not in text
+
+
+def test_only_new_token_without_network_shows_network_guidance(no_kaggle, monkeypatch, tmp_path):
+    """Только KAGGLE_API_TOKEN, сети нет (прокси молчит): в ячейке — русский текст о сети."""
+    import socket
+
+    import nbformat
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_port = sock.getsockname()[1]
+    monkeypatch.setenv("COURSE7_TINY", "0")
+    monkeypatch.setenv("KAGGLE_API_TOKEN", "KGAT_fake")
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{dead_port}")
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    path = tmp_path / "preflight.ipynb"
+    cell = 'from feedback import runtime\nPRESET = runtime.choose_preset("gemma3_4b_text")'
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)]), path)
+    nb = run_notebook(path)
+    (error,) = errors(nb)
+    text = "\n".join(error.traceback)
+    assert error.ename == "KaggleAccessError"
+    assert text.startswith("Нет связи с Kaggle.") and "COURSE7_TINY=1" in text
+    assert "Traceback" not in text and "не найден" not in text and "ConnectionError" not in text

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from feedback import qa_data, runtime
+from feedback import qa_data, tiny_mode
 from feedback.qa_data import (
     COLUMNS,
     LOCAL_QA_FILE,
@@ -29,7 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def _no_previous_choice(monkeypatch):
     """Решение choose_preset из других тестов не должно включать учебный режим здесь."""
-    monkeypatch.setattr(runtime, "_last_choice_tiny", None)
+    monkeypatch.setattr(tiny_mode, "_last_choice_tiny", None)
 
 
 @pytest.fixture
@@ -158,7 +158,7 @@ def test_offline_flag_and_tiny_mode_skip_network(no_network, tmp_path):
 
 
 def test_tiny_choice_in_process_means_offline(no_network, tmp_path, monkeypatch):
-    monkeypatch.setattr(runtime, "_last_choice_tiny", True)
+    monkeypatch.setattr(tiny_mode, "_last_choice_tiny", True)
     notices = Notices()
     load_qa(cache_dir=tmp_path, env={}, notify=notices)
     assert "крошечной" in notices.items[0][1]

@@ -1,20 +1,16 @@
 """Тесты среды выполнения: платформа, ускоритель, ключи Kaggle, выбор пресета."""
 
-import json
 import subprocess
 
 import pytest
 
-from feedback import notice, runtime
+from feedback import notice, tiny_mode
+from feedback.kaggle_access import KaggleCredentialsError
 from feedback.runtime import (
     CPU_ONLY,
     Accelerator,
-    KaggleCredentialsError,
     choose_preset,
     detect_accelerator,
-    detect_platform,
-    ensure_kaggle_credentials,
-    find_kaggle_credentials,
     is_tiny_mode,
     parse_nvidia_smi,
 )
@@ -24,7 +20,11 @@ T4 = Accelerator("gpu", "Tesla T4", 1, 15 * 1024**3, "nvidia-smi")
 
 @pytest.fixture(autouse=True)
 def _reset_choice(monkeypatch):
-    monkeypatch.setattr(runtime, "_last_choice_tiny", None)
+    for name in ("KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "KAGGLE_CONFIG_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    tiny_mode.forget_choice()
+    yield
+    tiny_mode.forget_choice()
 
 
 @pytest.fixture
@@ -45,30 +45,6 @@ def fake_tiny(monkeypatch):
 class Notices(list):
     def __call__(self, title, body):
         self.append((title, body))
-
-
-def write_kaggle_json(directory, username="json-user", key="json-key"):
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "kaggle.json"
-    path.write_text(json.dumps({"username": username, "key": key}), encoding="utf-8")
-    return path
-
-
-# --------------------------------------------------------------------------- платформа
-
-
-@pytest.mark.parametrize(
-    ("env", "modules", "expected"),
-    [
-        ({"COLAB_RELEASE_TAG": "release-colab_20250101"}, {}, "colab"),
-        ({}, {"google.colab": object()}, "colab"),
-        ({"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}, {}, "kaggle"),
-        ({"KAGGLE_URL_BASE": "https://www.kaggle.com"}, {}, "kaggle"),
-        ({"HOME": "/home/me"}, {}, "local"),
-    ],
-)
-def test_detect_platform(env, modules, expected):
-    assert detect_platform(env, modules) == expected
 
 
 # --------------------------------------------------------------------------- ускоритель
@@ -107,6 +83,24 @@ def test_detect_accelerator_via_nvidia_smi():
     assert calls and calls[0][0] == "/usr/bin/nvidia-smi"
 
 
+def test_jax_limit_and_nvidia_smi_total_are_kept_apart():
+    """Предел из JAX (с долей) и вся память из nvidia-smi — разные поля, а не одно."""
+    run, _ = _fake_run("Tesla T4, 15360\n")
+    limit = 13_824 * 1024**2
+
+    def from_jax():
+        return Accelerator("gpu", "Tesla T4", 1, None, "jax", limit)
+
+    found = detect_accelerator(
+        use_jax=True, run=run, which=lambda name: "/usr/bin/" + name, from_jax=from_jax
+    )
+    assert found.limit_bytes == limit and found.memory_bytes == 15_360 * 1024**2
+    assert found.describe() == "1 × Tesla T4, 15,0 ГиБ"
+    env = {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9"}
+    assert found.usable(env).bytes == limit  # без второго умножения на 0,9
+    assert CPU_ONLY.usable(env) is None
+
+
 def test_detect_accelerator_without_gpu():
     run, calls = _fake_run("", returncode=9)
     assert detect_accelerator(use_jax=False, run=run, which=lambda name: None) == CPU_ONLY
@@ -115,89 +109,16 @@ def test_detect_accelerator_without_gpu():
     assert failing == CPU_ONLY
 
 
-# --------------------------------------------------------------------------- ключи Kaggle
-
-
-def test_credentials_order(tmp_path):
-    home = tmp_path / "home"
-    write_kaggle_json(home / ".kaggle")
-    env = {
-        "KAGGLE_KERNEL_RUN_TYPE": "Interactive",
-        "KAGGLE_USERNAME": "env-user",
-        "KAGGLE_KEY": "env-key",
-    }
-    secrets = {"KAGGLE_USERNAME": "colab-user", "KAGGLE_KEY": "colab-key"}
-
-    found = find_kaggle_credentials(env, home, colab_secret=secrets.get)
-    assert (found.source, found.username) == ("colab-secrets", "colab-user")
-
-    found = find_kaggle_credentials(env, home, colab_secret=lambda name: None)
-    assert found.source == "kaggle-notebook" and found.key is None
-
-    del env["KAGGLE_KERNEL_RUN_TYPE"]
-    found = find_kaggle_credentials(env, home)
-    assert (found.source, found.username, found.key) == ("env", "env-user", "env-key")
-
-    found = find_kaggle_credentials({}, home)
-    assert (found.source, found.username, found.key) == ("kaggle.json", "json-user", "json-key")
-    assert found.path == str(home / ".kaggle" / "kaggle.json")
-
-    assert find_kaggle_credentials({}, tmp_path / "empty-home") is None
-
-
-def test_key_is_not_shown_in_repr():
-    assert "secret-key" not in repr(runtime.KaggleCredentials("env", "me", "secret-key"))
-
-
-def test_half_filled_sources_are_skipped(tmp_path):
-    home = tmp_path / "home"
-    (home / ".kaggle").mkdir(parents=True)
-    (home / ".kaggle" / "kaggle.json").write_text("{broken", encoding="utf-8")
-    write_kaggle_json(home / ".config" / "kaggle", username="xdg-user")
-    found = find_kaggle_credentials(
-        {"KAGGLE_USERNAME": "only-name"}, home, colab_secret={"KAGGLE_USERNAME": "u"}.get
-    )
-    assert (found.source, found.username) == ("kaggle.json", "xdg-user")
-
-
-def test_kaggle_config_dir(tmp_path):
-    path = write_kaggle_json(tmp_path / "custom", username="custom-user")
-    found = find_kaggle_credentials({"KAGGLE_CONFIG_DIR": str(tmp_path / "custom")}, tmp_path)
-    assert (found.username, found.path) == ("custom-user", str(path))
-
-
-def test_ensure_exports_colab_secrets(tmp_path):
-    env = {"COLAB_RELEASE_TAG": "x"}
-    secrets = {"KAGGLE_USERNAME": "colab-user", "KAGGLE_KEY": "colab-key"}
-    found = ensure_kaggle_credentials(env, tmp_path, colab_secret=secrets.get)
-    assert found.source == "colab-secrets"
-    assert env["KAGGLE_USERNAME"] == "colab-user" and env["KAGGLE_KEY"] == "colab-key"
-
-
-@pytest.mark.parametrize(
-    ("env", "expected"),
-    [
-        ({"COLAB_RELEASE_TAG": "x"}, "KAGGLE_KEY"),
-        ({}, "~/.kaggle/kaggle.json"),
-    ],
-)
-def test_missing_credentials_message(tmp_path, env, expected):
-    with pytest.raises(KaggleCredentialsError) as error:
-        ensure_kaggle_credentials(env, tmp_path, colab_secret=lambda name: None)
-    message = str(error.value)
-    assert expected in message
-    assert runtime.KAGGLE_TOKEN_URL in message and runtime.GEMMA_LICENCE_URL in message
-    assert "лицензию" in message and "COURSE7_TINY=1" in message
-
-
 # --------------------------------------------------------------------------- выбор пресета
 
 
 def test_real_preset_on_gpu(fake_tiny, tmp_path):
     env = {"KAGGLE_USERNAME": "u", "KAGGLE_KEY": "k"}
-    notices = Notices()
-    preset = choose_preset("gemma3_4b_text", env, T4, notify=notices, home=tmp_path)
-    assert preset == "gemma3_4b_text"
+    notices, checked = Notices(), []
+    preset = choose_preset(
+        "gemma3_4b_text", env, T4, notify=notices, home=tmp_path, check_access=checked.append
+    )
+    assert preset == "gemma3_4b_text" and checked == ["gemma3_4b_text"]
     assert notices == [] and fake_tiny == []
     assert not is_tiny_mode({})
 
@@ -247,7 +168,7 @@ def test_notice_html_escapes():
 
 
 def test_credentials_error_renders_only_the_russian_instructions():
-    from feedback.runtime import KaggleCredentialsError, missing_credentials_message
+    from feedback.kaggle_access import missing_credentials_message
 
     error = KaggleCredentialsError(missing_credentials_message("colab"))
     lines = error._render_traceback_()

@@ -1,8 +1,17 @@
-"""Лабораторная 7.3: оценка весов против памяти видеокарты до загрузки."""
+"""Лабораторная 7.3: оценка весов против памяти, которую модель получит на видеокарте."""
 
 import pytest
 
 from feedback import wall
+from feedback.runtime import Accelerator
+from feedback.xla_memory import T4_TOTAL_BYTES
+
+MIB = 1024**2
+FRACTION_09 = {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9"}
+
+
+def t4(limit_bytes=None, total_bytes=T4_TOTAL_BYTES, source="nvidia-smi"):
+    return Accelerator("gpu", "Tesla T4", 1, total_bytes, source, limit_bytes)
 
 
 def test_weights_of_gemma_4b_in_float32_and_bfloat16():
@@ -12,29 +21,57 @@ def test_weights_of_gemma_4b_in_float32_and_bfloat16():
     assert wall.weights_gib(4e9, 4) == pytest.approx(14.90, abs=1e-2)  # круглое число из 7.4
 
 
-def test_t4_hits_the_wall_in_float32_but_not_in_bfloat16():
-    html = wall.wall_report_html("gemma3_4b_text", 15.0, "Tesla T4")
+def test_jax_limit_is_not_multiplied_by_the_fraction_again():
+    """JAX сообщает предел с уже учтённой долей 0,9: его и показываем, без ×0,9 ещё раз."""
+    limit = int(T4_TOTAL_BYTES * 0.9)
+    card = t4(limit_bytes=limit, source="jax")
+    assert wall.usable_gib(card, FRACTION_09) == pytest.approx(limit / 1024**3)
+    html = wall.wall_report_html("gemma3_4b_text", card, env=FRACTION_09)
+    assert "13,5 ГиБ" in html and "уже учтена" in html
+    assert "12,2 ГиБ" not in html  # так было при двойном учёте: 15 × 0,9 × 0,9
     assert "не поместится" in html and "RESOURCE_EXHAUSTED" in html
-    assert "13,5 ГиБ" in html  # 90 % от 15 ГиБ
-    assert "поместятся" in wall.wall_report_html("gemma3_4b_text", 15.0, "Tesla T4", 2)
+
+
+def test_total_memory_from_nvidia_smi_gets_the_fraction_once():
+    card = t4()
+    assert wall.usable_gib(card, FRACTION_09) == pytest.approx(15.0 * 0.9)
+    assert wall.usable_gib(card, {}) == pytest.approx(15.0 * 0.75)  # доля JAX по умолчанию
+    html = wall.wall_report_html("gemma3_4b_text", card, env=FRACTION_09)
+    assert "13,5 ГиБ" in html and "90\u00a0%" in html
+
+
+def test_platform_allocator_ignores_the_fraction():
+    env = {**FRACTION_09, "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}
+    assert wall.usable_gib(t4(), env) == pytest.approx(15.0 - 300 / 1024)
+    html = wall.wall_report_html("gemma3_4b_text", t4(), env=env)
+    assert "доля не действует" in html and "14,7 ГиБ" in html
+
+
+def test_bfloat16_fits_a_t4():
+    html = wall.wall_report_html("gemma3_4b_text", t4(), 2, FRACTION_09)
+    assert "поместятся" in html and "не поместится" not in html
 
 
 @pytest.mark.parametrize(
-    ("memory", "preset"),
-    [(15, "gemma3_4b_text"), (31.7, "gemma3_12b_text"), (79, "gemma3_27b_text"), (139, None)],
+    ("usable", "preset"),
+    [(13.5, "gemma3_4b_text"), (31.7, "gemma3_12b_text"), (79, "gemma3_27b_text"), (139, None)],
 )
-def test_which_model_reproduces_the_wall(memory, preset):
-    found = wall.preset_for_the_wall(memory)
+def test_which_model_reproduces_the_wall(usable, preset):
+    found = wall.preset_for_the_wall(usable)
     assert (found.name if found else None) == preset
 
 
 def test_big_card_report_suggests_the_12b_model():
-    html = wall.wall_report_html("gemma3_4b_text", 31.7, "V100 32GB")
+    card = Accelerator("gpu", "V100 32GB", 1, 32 * 1024**3, "nvidia-smi")
+    html = wall.wall_report_html("gemma3_4b_text", card, env=FRACTION_09)
     assert "поместятся" in html and "gemma3_12b_text" in html and "44,7 ГиБ" in html
 
 
-def test_report_without_gpu_and_unknown_preset():
-    assert "Видеокарты нет" in wall.wall_report_html("gemma3_4b_text", None, "CPU")
+def test_report_without_gpu_uses_a_t4_as_the_example():
+    cpu = Accelerator(kind="cpu")
+    html = wall.wall_report_html("gemma3_4b_text", cpu, env=FRACTION_09)
+    assert "Видеокарты нет" in html and "13,5 ГиБ" in html and "не поместятся" in html
+    assert wall.usable_gib(None, FRACTION_09) == pytest.approx(13.5)
     with pytest.raises(KeyError):
         wall.params_of("gemma2_2b")
 
@@ -57,4 +94,5 @@ def test_loaded_model_report_counts_weights():
     text = wall.loaded_model_report(Model(), "gemma3_4b_text")
     assert "262\u202f400 параметров" in text and "float32" in text
     assert "14,5 ГиБ" in text
-    assert "не загрузилась" in wall.loaded_model_report(None, "gemma3_4b_text")
+    failed = wall.loaded_model_report(None, "gemma3_4b_text")
+    assert "не загрузилась" in failed and "даже не скачивались" in failed
