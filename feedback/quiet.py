@@ -100,6 +100,15 @@ class StderrFilter:
             os.write(self._saved, data)
 
     def _pump(self) -> None:
+        try:
+            self._filter_lines()
+        except Exception:
+            # Насос сломался: поток ошибок возвращается на место, чтобы запись в него никогда
+            # не повисла на переполненном канале.
+            if self._saved is not None:
+                os.dup2(self._saved, self.fd)
+
+    def _filter_lines(self) -> None:
         tail = b""
         while True:
             ready, _, _ = select.select([self._read], [], [], _PARTIAL_LINE_WAIT_S)

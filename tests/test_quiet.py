@@ -87,6 +87,23 @@ def test_filter_drops_chatter_and_passes_everything_else():
     assert stream.dropped == len(CHATTER_LINES)
 
 
+def test_a_broken_filter_gives_the_stream_back_instead_of_blocking_writers(monkeypatch):
+    read, write = os.pipe()
+    stream = quiet.StderrFilter(write)
+    monkeypatch.setattr(quiet, "is_chatter", lambda line: 1 / 0)
+    stream.start()
+    try:
+        os.write(write, b"first\n")  # насос падает на этой строке
+        time.sleep(0.3)
+        os.set_blocking(write, False)
+        os.write(write, b"x" * 200_000)  # больше буфера канала: без возврата запись бы встала
+    finally:
+        stream.stop()
+    os.close(write)
+    assert b"x" * 1000 in _read_all(read)
+    os.close(read)
+
+
 LOAD = """
 import os, sys
 from feedback import quiet, runtime
