@@ -25,6 +25,7 @@ from feedback.calling import LearnerProblem
 from feedback.formatting import format_gib, format_number, format_significant, plural
 from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
+from feedback.values import describe, revive
 
 #: Слой и атрибут, которые смотрит учащийся в задании 1 лабораторной 7.5.
 LAB_LAYER = "decoder_block_0"
@@ -487,3 +488,119 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
     слоях-целях, обучаются лишние веса (какие). Показывает число обучаемых и всех
     параметров.
     """
+
+
+# --------------------------------------------------------------------------- тип до загрузки
+
+#: Типы весов, которые принимает ``from_preset(..., dtype=…)``, и байты на параметр.
+LOADABLE_DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+#: Политики смешанной точности: считают в 16 битах, но веса хранят в float32.
+MIXED_POLICIES = {"mixed_float16", "mixed_bfloat16"}
+WEIGHTS_DTYPE_TITLE = "Тип весов для загрузки"
+
+
+def _dtype_choice(value: Any) -> str:
+    """Выбор учащегося как строка или :class:`LearnerProblem`, если выбора нет."""
+    if value is Ellipsis or value is None:
+        raise LearnerProblem(
+            "тип весов ещё не выбран: вместо строки осталось «…».",
+            "Впишите имя типа строкой в кавычках и выполните ячейку.",
+        )
+    if not isinstance(value, str):
+        raise LearnerProblem(
+            f"тип нужен строкой, а получен объект типа {type(value).__name__}.",
+            "Впишите имя типа строкой в кавычках.",
+        )
+    return value.strip()
+
+
+def _judge_weights_dtype(observation: Any) -> CheckResult:
+    choice = _dtype_choice(revive(observation))
+    title = WEIGHTS_DTYPE_TITLE
+    if choice == "bfloat16":
+        return passed(
+            title,
+            "bfloat16 — 2 байта на параметр.",
+            f"Веса gemma3_4b_text займут ≈ {format_gib(3_880_099_328 * 2 / 1024**3)} "
+            "вместо ≈ 14,5 ГиБ во float32 и поместятся в T4.",
+        )
+    if choice in ("float32", "float64"):
+        return failed(
+            title,
+            f"{choice} — {LOADABLE_DTYPES[choice]} байта на параметр: веса Gemma-4B займут "
+            f"≈ {format_gib(3_880_099_328 * LOADABLE_DTYPES[choice] / 1024**3)} и не "
+            "поместятся в T4 (лабораторная 7.3).",
+            "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32.",
+        )
+    if choice == "float16":
+        return failed(
+            title,
+            "float16 тоже занимает 2 байта, но его диапазон узок (максимум около 65 504): при "
+            "обучении легко получить inf.",
+            "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32, — bfloat16.",
+        )
+    if choice in MIXED_POLICIES:
+        return failed(
+            title,
+            f"{choice} — это смешанная точность: вычисления в 16 битах, а веса хранятся во "
+            "float32, так что памяти под веса она не экономит.",
+            'Подсказка: нужен тип самих весов, например "bfloat16".',
+        )
+    return failed(
+        title,
+        f"Keras не знает тип весов {choice[:40]!r}.",
+        "Подходят строки " + ", ".join(f'"{name}"' for name in LOADABLE_DTYPES) + ".",
+    )
+
+
+WEIGHTS_DTYPE = GradedCheck(
+    "precision.check_weights_dtype",
+    WEIGHTS_DTYPE_TITLE,
+    observe=describe,
+    judge=_judge_weights_dtype,
+)
+
+
+@graded_check(WEIGHTS_DTYPE)
+def check_weights_dtype(dtype: Any) -> CheckResult:
+    """Проверяет выбор типа весов (задание 1 лабораторной 7.5) — до всякой загрузки."""
+
+
+class WeightsDtypeError(ValueError):
+    """Модель не загружается: тип весов не годится. В Jupyter — только русский текст."""
+
+    def _render_traceback_(self) -> list[str]:
+        return ["Модель не загружена.", *str(self).splitlines()]
+
+
+def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> str:
+    """Тип весов, если с ним можно загружать ``preset``; иначе :class:`WeightsDtypeError`.
+
+    Вызывается перед ``from_preset``: незаполненное задание или тип, с которым настоящая
+    Gemma не поместится в память видеокарты, останавливают ячейку сразу — без загрузки,
+    без нехватки памяти и без перезапуска среды.
+    """
+    try:
+        choice = _dtype_choice(dtype)
+    except LearnerProblem as problem:
+        raise WeightsDtypeError("\n".join([problem.headline, *problem.details])) from None
+    if choice not in LOADABLE_DTYPES and choice not in MIXED_POLICIES:
+        raise WeightsDtypeError(
+            f"Keras не знает тип весов {choice[:40]!r}. Подходят: {', '.join(LOADABLE_DTYPES)}."
+        )
+    from feedback import wall
+
+    try:
+        params = wall.params_of(preset)
+    except KeyError:
+        return choice  # крошечная учебная модель: поместится в любом типе
+    bytes_per_param = LOADABLE_DTYPES.get(choice, 4)  # смешанная точность хранит float32
+    need = wall.weights_gib(params, bytes_per_param)
+    usable = wall.usable_gib(accelerator)
+    if need > usable:
+        raise WeightsDtypeError(
+            f"С типом {choice} веса {preset} займут {format_gib(need)}, а видеокарте доступно "
+            f"{format_gib(usable)}: загрузка упала бы с нехваткой памяти, и среду пришлось бы "
+            "перезапускать. Проверьте задание 1 и выполните ячейки заново."
+        )
+    return choice

@@ -447,7 +447,7 @@ def lab4_works() -> list[Work]:
 
 # --------------------------------------------------------------------------- GPU
 
-LAB5_TASKS = ("check_bfloat16", "check_lora", "check_optimizer")
+LAB5_TASKS = ("check_weights_dtype", "check_lora", "check_optimizer")
 OPTIMIZER_7_5 = """optimizer = keras.optimizers.AdamW(
     learning_rate={lr}, weight_decay=0.01, beta_1=0.9, beta_2=0.95, epsilon=1e-6, clipnorm=0.5
 )"""

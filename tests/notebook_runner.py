@@ -7,14 +7,20 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_notebook(path: Path, strict: bool = False, timeout: int = 600) -> nbformat.NotebookNode:
-    """Выполняет все ячейки, не останавливаясь на ошибках, и возвращает тетрадку с выводами.
+def run_notebook(
+    path: Path, strict: bool = False, timeout: int = 600, run_all: bool = False
+) -> nbformat.NotebookNode:
+    """Выполняет ячейки и возвращает тетрадку с выводами.
 
-    GPU-лабораторные идут в крошечном режиме (``COURSE7_TINY=1``), как в CI.
+    По умолчанию — все ячейки, не останавливаясь на ошибках. ``run_all=True`` — как
+    «Run all» в Jupyter и Colab: выполнение останавливается на первой ячейке, которая
+    упала (кроме помеченных ``raises-exception``). GPU-лабораторные идут в крошечном режиме
+    (``COURSE7_TINY=1``), как в CI.
     """
     nb = nbformat.read(path, as_version=4)
     env_strict = os.environ.get("FEEDBACK_STRICT")
@@ -26,9 +32,11 @@ def run_notebook(path: Path, strict: bool = False, timeout: int = 600) -> nbform
             nb,
             timeout=timeout,
             kernel_name="python3",
-            allow_errors=True,
+            allow_errors=not run_all,
             resources={"metadata": {"path": str(path.parent)}},
         ).execute()
+    except CellExecutionError:
+        pass  # «Run all» остановился: выводы до этой ячейки уже в nb
     finally:
         if env_strict is None:
             os.environ.pop("FEEDBACK_STRICT", None)

@@ -215,3 +215,33 @@ def test_frozen_lora_fails(bf16_model):
     result = precision.check_lora(backbone)
     assert not result.passed
     assert "заморожены" in result.headline
+
+
+def test_weights_dtype_choice_is_checked_before_loading():
+    assert precision.check_weights_dtype("bfloat16").passed
+    for choice, words in [
+        (..., "ещё не выбран"),
+        (None, "ещё не выбран"),
+        (16, "строкой"),
+        ("float32", "не поместятся в T4"),
+        ("float16", "65 504"),
+        ("mixed_bfloat16", "смешанная точность"),
+        ("int4", "не знает тип"),
+    ]:
+        result = precision.check_weights_dtype(choice)
+        assert not result.passed and words in result.message, (choice, result.message)
+
+
+def test_loading_refuses_unfilled_task_and_float32_that_will_not_fit():
+    from feedback.runtime import Accelerator
+
+    t4 = Accelerator("gpu", "Tesla T4", 1, 15 * 1024**3, "nvidia-smi")
+    h200 = Accelerator("gpu", "H200", 1, 140 * 1024**3, "nvidia-smi")
+    assert precision.require_weights_dtype("bfloat16", "gemma3_4b_text", t4) == "bfloat16"
+    assert precision.require_weights_dtype("float32", "gemma3_4b_text", h200) == "float32"
+    assert precision.require_weights_dtype("float32", "/cache/tiny_gemma3/abc") == "float32"
+    for choice in (..., "float32", "nonsense"):
+        with pytest.raises(precision.WeightsDtypeError) as error:
+            precision.require_weights_dtype(choice, "gemma3_4b_text", t4)
+        shown = error.value._render_traceback_()
+        assert shown[0] == "Модель не загружена." and "Traceback" not in "\n".join(shown)
