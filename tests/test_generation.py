@@ -19,6 +19,7 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 from feedback import CheckFailed, generation
+from feedback.generation import sampling
 
 from notebook_runner import ROOT, graded_cells, outputs_text, run_notebook
 
@@ -228,7 +229,7 @@ def test_computed_steps_stop_at_the_stop_token(generated, expected):
 
     prompt = [2, 5, 5, 5]  # <bos> и три токена запроса
     token_ids = np.array([prompt + generated])
-    assert generation._computed_steps(token_ids, len(prompt), token_ids.shape[1], (1, 106)) == (
+    assert sampling._computed_steps(token_ids, len(prompt), token_ids.shape[1], (1, 106)) == (
         expected
     )
 
@@ -240,7 +241,7 @@ def test_loop_counts_take_the_last_full_loop(monkeypatch):
         *(generation.Generated("", 49, False, 55, p, 50) for p in PROMPTS),
         generation.Generated("", 5, False, 16, PROMPTS[0], 5),
     ]
-    monkeypatch.setitem(generation._LEDGER, "Gemma-1B", calls)
+    monkeypatch.setitem(sampling._LEDGER, "Gemma-1B", calls)
     assert generation.loop_counts("Gemma-1B") == (550, 490)
     assert generation.loop_counts("Gemma-4B") is None
 
@@ -248,7 +249,7 @@ def test_loop_counts_take_the_last_full_loop(monkeypatch):
 def test_plot_durations(monkeypatch, capsys):
     pytest.importorskip("matplotlib")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.setattr(generation, "_LEDGER", {})
+    monkeypatch.setattr(sampling, "_LEDGER", {})
     assert generation.plot_durations({"Gemma-1B": None, "Gemma-4B": ...}) is None
     assert "График появится" in capsys.readouterr().out
     figure = generation.plot_durations({"Gemma-1B": 40e9, "Gemma-4B": 100e9})
@@ -262,7 +263,7 @@ def test_plot_durations_shows_computed_and_answer_speed(monkeypatch):
     pytest.importorskip("matplotlib")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     loop = [generation.Generated("", 50, False, 70, p, 50) for p in PROMPTS]
-    monkeypatch.setattr(generation, "_LEDGER", {"Gemma-1B": loop})
+    monkeypatch.setattr(sampling, "_LEDGER", {"Gemma-1B": loop})
     figure = generation.plot_durations({"Gemma-1B": 35e9, "Gemma-4B": 100e9})
     _, right = figure.axes
     # Gemma-1B: 700 вычислено / 35 с = 20; в ответе 500 / 35. Gemma-4B без журнала: 500 / 100.
@@ -329,9 +330,9 @@ def test_generate_returns_text_starting_with_prompt(tiny_model):
 
 
 def test_new_tokens_are_limited_and_compilation_is_reused(tiny_model):
-    first = generation._generate(tiny_model, PROMPTS[0], 7, True)
+    first = sampling._generate(tiny_model, PROMPTS[0], 7, True)
     assert 0 < first.new_tokens <= 7
-    assert not generation._generate(tiny_model, PROMPTS[0], 7, True).compiled
+    assert not sampling._generate(tiny_model, PROMPTS[0], 7, True).compiled
     prompts = [PROMPTS[0], PROMPTS[2]]  # одна длина после округления — одна компиляция
     timer = generation.timed_generations(tiny_model, prompts, max_new_tokens=7, name="tiny")
     assert timer.texts[0] == first.text
@@ -345,7 +346,7 @@ def test_steps_include_the_padding_the_sampler_fills(tiny_model):
     prompt = PROMPTS[1]
     length = generation.count_prompt_tokens(tiny_model, prompt)
     padded = -(-length // generation.LENGTH_STEP) * generation.LENGTH_STEP
-    result = generation._generate(tiny_model, prompt, 7, True)
+    result = sampling._generate(tiny_model, prompt, 7, True)
     assert result.new_tokens <= 7 < padded - length + 7
     # Без стоп-токена вычислено всё до max_length; со стоп-токеном — меньше, но не меньше ответа.
     assert result.new_tokens <= result.steps <= padded - length + 7
