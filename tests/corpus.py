@@ -471,11 +471,8 @@ def gpu_works() -> list[Work]:
         Work(
             "g75_float32",
             LAB5,
-            submission(
-                LAB5,
-                {"load_bfloat16": "model = keras_hub.models.Gemma3CausalLM.from_preset(PRESET)"},
-            ),
-            lab5_points("check_bfloat16"),
+            submission(LAB5, {"weights_dtype": 'WEIGHTS_DTYPE = "float32"'}),
+            lab5_points("check_weights_dtype"),
         ),
         Work(
             "g75_rank_8",

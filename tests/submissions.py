@@ -9,7 +9,10 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from notebook_runner import ROOT
@@ -66,55 +69,15 @@ def write_submission(root: Path, student: str, lab: str, nb: dict) -> Path:
     return path
 
 
+def nbgrader(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Команда nbgrader из корня курса (читает nbgrader_config.py), как её набрал бы человек."""
+    command = [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"]
+    # nbgrader вызывает alembic из PATH: добавляем папку скриптов нашего окружения.
+    scripts = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
+    return subprocess.run(command, cwd=ROOT, check=check, env=env, capture_output=True, text=True)
+
+
 def read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
-
-
-def task_scores(work: Path) -> dict[tuple[str, str], float]:
-    """Баллы автопроверки из grades_by_task.csv: (студент, задание) → балл."""
-    return {
-        (row["student_id"], row["grade_id"]): float(row["auto_score"] or 0)
-        for row in read_csv(work / "grades_by_task.csv")
-        if row["grade_id"].startswith("check_")
-    }
-
-
-def report(work: Path, student: str, lab: str) -> str:
-    """HTML-отчёт nbgrader для учащегося."""
-    path = work / "feedback_reports" / student / lab / f"{lab}.html"
-    return path.read_text(encoding="utf-8")
-
-
-def grade_all(work: Path, folder: Path, submissions: dict, env: dict[str, str | None]) -> Path:
-    """Раскладывает работы в ``folder`` и оценивает их в ``work`` одной командой курса.
-
-    ``submissions``: студент → (лабораторная, тетрадка, ожидаемые баллы); ``env`` —
-    переменные окружения на время оценивания (None — убрать переменную).
-    """
-    import pytest
-
-    from feedback.teacher import grade as grading
-
-    for student, (lab, nb, _) in submissions.items():
-        write_submission(folder, student, lab, nb)
-    patch = pytest.MonkeyPatch()
-    patch.setenv("COURSE7_GRADING_DIR", str(work))
-    for name, value in env.items():
-        if value is None:
-            patch.delenv(name, raising=False)
-        else:
-            patch.setenv(name, value)
-    try:
-        grading.grade(folder)
-    finally:
-        patch.undo()
-    return work
-
-
-def assert_expected_points(work: Path, submissions: dict) -> None:
-    """Каждое задание каждой работы получило ожидаемые баллы автопроверки."""
-    got = task_scores(work)
-    for student, (_, _, expected) in submissions.items():
-        for grade_id, points in expected.items():
-            assert got[(student, grade_id)] == points, (student, grade_id)

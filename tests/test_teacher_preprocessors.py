@@ -4,10 +4,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from feedback.probe import OBSERVATION_MIME
-from feedback.teacher.gradebook import nbgrader
 from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
 
-from submissions import submission, write_submission
+from submissions import nbgrader, submission, write_submission
 
 
 def test_report_drops_teacher_notes_and_shortens_timeouts():

@@ -73,6 +73,23 @@ def test_the_kernel_sees_only_the_system_python_and_the_course_package(tmp_path,
 
 
 @needs_bwrap
+def test_extra_folders_are_visible_read_only_even_under_tmp(tmp_path):
+    shared = tmp_path / "cache"  # tmp_path лежит в /tmp, который в песочнице свой
+    shared.mkdir()
+    (shared / "model.txt").write_text("веса")
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(f"print(open({str(shared / 'model.txt')!r}).read())"),
+            nbformat.v4.new_code_cell(f"open({str(shared / 'new.txt')!r}, 'w')"),
+        ]
+    )
+    execution = execute(nb, tmp_path / "unit", "bwrap", FAST, readonly=[str(shared)])
+    assert "веса" in text(execution, 0)
+    assert "Read-only file system" in text(execution, 1)
+    assert not (shared / "new.txt").exists()
+
+
+@needs_bwrap
 def test_no_network(tmp_path):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

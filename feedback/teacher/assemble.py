@@ -51,6 +51,7 @@ class Cell:
     source: str
     grade_id: str | None = None
     cell_id: str | None = None
+    outputs: Any = field(default=None, repr=False, compare=False)  # вывод из работы, как есть
     key: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -95,6 +96,7 @@ def upload_cells(nb: Any) -> list[Cell]:
                 _text(raw.get("source")),
                 grade_id if isinstance(grade_id, str) and grade_id else None,
                 cell_id if isinstance(cell_id, str) and cell_id else None,
+                raw.get("outputs") if raw["cell_type"] == "code" else None,
             )
         )
     return result
@@ -169,6 +171,7 @@ class Placement:
     """Где в собранной тетрадке окажется каждая ячейка работы."""
 
     answers: dict[int, int] = field(default_factory=dict)  # ячейка выпуска → ячейка работы
+    matched: dict[int, int] = field(default_factory=dict)  # то же для остальных ячеек выпуска
     added: dict[int, list[int]] = field(default_factory=dict)  # после какой ячейки выпуска
     dropped: list[int] = field(default_factory=list)  # правки и копии ячеек выпуска
     missing: list[int] = field(default_factory=list)  # ответы, которых нет в работе
@@ -183,8 +186,8 @@ def place(release: list[Cell], answers: set[int], upload: list[Cell]) -> Placeme
     fixed_ids = {cell.grade_id for cell in fixed if cell.grade_id}
     fixed_keys = {cell.key for cell in fixed if cell.key}
     for (i0, j0), (i1, j1) in itertools.pairwise(anchors):
-        if 0 <= i0 < len(release) and i0 in answers:
-            placement.answers[i0] = j0
+        if 0 <= i0 < len(release):
+            (placement.answers if i0 in answers else placement.matched)[i0] = j0
         gap_release = list(range(i0 + 1, i1))
         gap_upload = list(range(j0 + 1, j1))
         free = set(gap_upload)
@@ -208,6 +211,7 @@ def place(release: list[Cell], answers: set[int], upload: list[Cell]) -> Placeme
                 placement.answers[i] = chosen
             else:
                 placement.dropped.append(chosen)
+                placement.matched[i] = chosen
         before = i0
         assigned = {j: i for i, j in placement.answers.items()}
         for j in gap_upload:
@@ -301,6 +305,8 @@ class Assembled:
     notebook: nbformat.NotebookNode  # то, что увидит преподаватель (тесты — как в выпуске)
     roles: list[str]  # по ячейкам: fixed, answer, added, test
     learner_cells: list[tuple[int, str]] = field(default_factory=list)  # (номер, подпись)
+    #: вывод, который учащийся сдал вместе с тетрадкой, по номерам ячеек (как есть, не проверен)
+    submitted_outputs: dict[int, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # что пришлось восстановить (по-русски)
 
 
@@ -314,12 +320,15 @@ def assemble(release: nbformat.NotebookNode, upload: Any) -> Assembled:
     result.cells = []
     roles: list[str] = []
     learner: list[tuple[int, str]] = []
+    submitted: dict[int, Any] = {}
 
     def add_learner_cells(after: int) -> None:
         for j in placement.added.get(after, []):
             cell = _new_cell(cells[j])
             cell.id = f"course7-added-{j}"  # не случайный: повторное оценивание даёт тот же файл
             cell.metadata["course7"] = ADDED
+            if cells[j].outputs:
+                submitted[len(result.cells)] = cells[j].outputs
             result.cells.append(cell)
             roles.append(ADDED)
             if cell.cell_type == "code":
@@ -336,13 +345,16 @@ def assemble(release: nbformat.NotebookNode, upload: Any) -> Assembled:
                 learner.append((len(result.cells), cell.metadata["nbgrader"]["grade_id"]))
         else:
             roles.append("test" if is_test(cell) else "fixed")
+        source = placement.answers.get(i, placement.matched.get(i))
+        if source is not None and cells[source].outputs and cell.cell_type == "code":
+            submitted[len(result.cells)] = cells[source].outputs
         result.cells.append(cell)
         add_learner_cells(i)
     notes = [
         f"Не найдена ячейка-решение «{release_cells[i].grade_id}»: оценена как пустая."
         for i in placement.missing
     ]
-    return Assembled(result, roles, learner, notes)
+    return Assembled(result, roles, learner, submitted_outputs=submitted, notes=notes)
 
 
 def _new_cell(cell: Cell) -> nbformat.NotebookNode:

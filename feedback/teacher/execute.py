@@ -96,11 +96,12 @@ async def _run(
     limits: Limits,
     extra_env: dict[str, str],
     readonly: list[str],
+    writable: list[str],
 ) -> Execution:
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     status = ["skipped" if cell.cell_type != "code" else "not-run" for cell in nb.cells]
-    km = kernel_manager(unit_dir, mode, limits, extra_env, readonly)
+    km = kernel_manager(unit_dir, mode, limits, extra_env, readonly, writable)
     client = BudgetedClient(
         nb,
         km,
@@ -213,6 +214,12 @@ def execute(
     limits: Limits,
     extra_env: dict[str, str] | None = None,
     readonly: list[str] | None = None,
+    writable: list[str] | None = None,
 ) -> Execution:
-    """Выполняет тетрадку в ядре песочницы и возвращает её с выводами и статусами ячеек."""
-    return asyncio.run(_run(nb, unit_dir, mode, limits, extra_env or {}, readonly or []))
+    """Выполняет тетрадку в ядре песочницы и возвращает её с выводами и статусами ячеек.
+
+    ``readonly`` и ``writable`` — дополнительные папки, которые видит ядро (кэши).
+    """
+    return asyncio.run(
+        _run(nb, unit_dir, mode, limits, extra_env or {}, readonly or [], writable or [])
+    )

@@ -19,17 +19,12 @@
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import csv
 import hashlib
 import json
 import os
 import secrets
-import shutil
-import signal
-import subprocess
 import sys
-import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +33,11 @@ from typing import Any
 import nbformat
 
 from feedback.teacher import gradebook, uploads
+from feedback.teacher.caches import tiny_model_cache
 from feedback.teacher.release import ROOT, lab_sources
 from feedback.teacher.reports import ReportWriter
 from feedback.teacher.review import allowed_helpers, course_modules
+from feedback.teacher.runner import run_dask, run_local
 from feedback.teacher.sandbox import (
     GIB,
     Limits,
@@ -49,14 +46,12 @@ from feedback.teacher.sandbox import (
     sandbox_mode,
     sandbox_warning,
 )
-from feedback.teacher.unit import GRADING_NOTE
+from feedback.teacher.unit import JAX_COMPILATION_CACHE_ENV, unassessed
 from feedback.teacher.uploads import Problem, Submission
 
 #: Лимиты по умолчанию: лабораторные на процессоре и GPU-лабораторные (крошечный режим).
 CPU_LIMITS = Limits(notebook_seconds=180, cell_seconds=60, memory_bytes=int(1.5 * GIB))
 GPU_LIMITS = Limits(notebook_seconds=900, cell_seconds=600, memory_bytes=3 * GIB)
-#: Сколько ещё подождать единицу сверх бюджета тетрадки (запуск ядра, выпуск, отчёт).
-UNIT_GRACE_SECONDS = 120
 
 
 def work_dir() -> Path:
@@ -169,25 +164,12 @@ def collect(source: Path, run: Run) -> list[Submission]:
 # --------------------------------------------------------------------------- единицы
 
 
-def _tiny_cache(run: Run) -> Path:
-    """Крошечная Gemma для GPU-лабораторных: собирается один раз, в песочнице — только чтение."""
-    from feedback.tiny_gemma import tiny_preset_path
-
-    cache = run.work / "cache"
-    tiny_preset_path(cache_dir=cache, isolated=True)
-    return cache
-
-
 def job_for(run: Run, submission: Submission, cache: Path | None) -> dict[str, Any]:
-    """Задание единицы: всё, что нужно для оценивания одной работы, и ничего лишнего."""
+    """Задание единицы: всё, что нужно для оценивания одной работы, и ничего лишнего.
+
+    Ни путей к базе оценок, ни секрета курса: только зерно этого учащегося.
+    """
     release = run.releases[submission.lab]
-    key = hashlib.sha256(f"{submission.student}\0{submission.lab}".encode()).hexdigest()[:16]
-    unit_dir = run.work / "units" / key
-    env = {"COURSE7_TINY": "1"}
-    readonly = []
-    if cache is not None:
-        env["COURSE7_CACHE_DIR"] = str(cache)
-        readonly.append(str(cache))
     seed = hashlib.sha256(
         f"{run.secret}:{submission.student}:{submission.lab}".encode()
     ).hexdigest()
@@ -200,76 +182,52 @@ def job_for(run: Run, submission: Submission, cache: Path | None) -> dict[str, A
         "notes": submission.notes,
         "allowed": run.allowed.get(submission.lab, []),
         "seed": seed,
-        "unit_dir": str(unit_dir),
         "sandbox": run.mode,
         "limits": limits_for(release).__dict__,
-        "env": env,
-        "readonly": readonly,
+        "gpu": release.metadata.get("course7", {}).get("extra") == "gpu",
+        "cache_dir": str(cache) if cache else None,
+        "jax_cache_dir": str(cache / "jax") if cache else None,
     }
 
 
-def run_unit_process(job: dict[str, Any]) -> dict[str, Any]:
-    """Выполняет единицу в отдельном процессе; что бы с ней ни случилось — вернёт результат."""
-    unit_dir = Path(job["unit_dir"])
-    shutil.rmtree(unit_dir, ignore_errors=True)
-    unit_dir.mkdir(parents=True)
-    job_file, result_file = unit_dir / "job.json", unit_dir / "result.json"
-    job_file.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
-    timeout = job["limits"]["notebook_seconds"] + UNIT_GRACE_SECONDS
-    started = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "feedback.teacher.unit", str(job_file), str(result_file)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        return failed_result(job, f"оценивание работы не завершилось за {int(timeout)} с")
-    try:
-        result = json.loads(result_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        tail = output.decode("utf-8", "replace").strip().splitlines()[-3:]
-        return failed_result(
-            job, "сбой оценивания этой работы" + (f": {' / '.join(tail)}" if tail else "")
+def warm_up(run: Run, labs: set[str], cache: Path) -> None:
+    """Эталонные решения лабораторных — через ту же песочницу, что и работы учащихся.
+
+    Так проверяется сама настройка оценивания (решение должно пройти все свои проверки,
+    иначе оценивать нельзя — :class:`SetupError`), а кэш компиляции JAX наполняется тем,
+    что понадобится верным работам GPU-лабораторных. Делается один раз на каждую версию
+    исходника.
+    """
+    jax_dir = cache / "jax"
+    jax_dir.mkdir(parents=True, exist_ok=True)
+    pending = {}
+    for source in lab_sources():
+        lab = source.parent.name
+        version = hashlib.sha256(source.read_bytes() + repr(JAX_COMPILATION_CACHE_ENV).encode())
+        stamp = jax_dir / f".checked-{lab}-{version.hexdigest()[:16]}"
+        if lab not in labs or stamp.exists():
+            continue
+        reference = Submission("эталон", lab, str(source), json.loads(source.read_text("utf-8")))
+        job = job_for(run, reference, cache)
+        if job["gpu"]:
+            job["jax_cache_write"] = str(jax_dir)
+        pending[lab] = (job, stamp)
+    failures = []
+
+    def on_result(result: dict[str, Any]) -> None:
+        _, stamp = pending[result["lab"]]
+        lost = [gid for gid, test in result["tests"].items() if not test.get("passed")]
+        if lost or result.get("problems"):
+            failures.append(f"{result['lab']}: {', '.join(lost)} {' '.join(result['problems'])}")
+        else:
+            stamp.touch()
+
+    run_local([job for job, _ in pending.values()], run.jobs, on_result)
+    if failures:
+        raise SetupError(
+            "эталонное решение не проходит собственные проверки при оценивании — "
+            "исправьте solutions/: " + "; ".join(failures)
         )
-    result["wall_seconds"] = round(time.monotonic() - started, 3)
-    shutil.rmtree(unit_dir, ignore_errors=True)
-    return result
-
-
-def failed_result(job: dict[str, Any], problem: str) -> dict[str, Any]:
-    """Результат работы, которую не удалось оценить: выпуск с заметкой и нули."""
-    return unassessed(job["student"], job["lab"], job.get("file", ""), job["release"], problem)
-
-
-def unassessed(
-    student: str, lab: str, file: str, release: dict[str, Any], problem: str
-) -> dict[str, Any]:
-    notebook = nbformat.reads(json.dumps(release), as_version=4)
-    note = nbformat.v4.new_markdown_cell(
-        f"**Работа не оценена**\n\n- {problem}.", id=f"course7-{GRADING_NOTE}"
-    )
-    note.metadata["course7"] = GRADING_NOTE
-    notebook.cells.insert(0, note)
-    tests = {}
-    for cell in notebook.cells:
-        grading = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and grading.get("grade") and not grading.get("solution"):
-            tests[grading["grade_id"]] = {"score": 0.0, "points": grading.get("points", 0)}
-    return {
-        "student": student,
-        "lab": lab,
-        "file": file,
-        "autograded": json.loads(nbformat.writes(notebook)),
-        "tests": tests,
-        "problems": [f"Работа не оценена: {problem}."],
-        "review": [],
-        "cases": {},
-    }
 
 
 # --------------------------------------------------------------------------- слияние
@@ -356,34 +314,40 @@ def _unassessed(run: Run, problems: list[Problem], graded: set[tuple[str, str]])
     return results
 
 
-def grade(submissions: Path | None = None, jobs: int | None = None) -> Path:
-    """Весь цикл оценивания; возвращает путь к grades.csv."""
+def grade(
+    submissions: Path | None = None, jobs: int | None = None, scheduler: str | None = None
+) -> Path:
+    """Весь цикл оценивания; возвращает путь к grades.csv.
+
+    ``scheduler`` — адрес планировщика Dask: тогда работы выполняются на его рабочих.
+    """
     work = work_dir()
     run = prepare(work, jobs)
     found = collect(submissions or work / "submitted", run)
     collection_problems = list(run.problems)
-    gpu_labs = {
-        lab for lab, nb in run.releases.items() if nb.metadata.get("course7", {}).get("extra")
-    }
-    cache = _tiny_cache(run) if any(s.lab in gpu_labs for s in found) else None
+    cache = work / "cache"
+    jobs_list = [job_for(run, s, None if scheduler else cache) for s in found]
+    if any(job["gpu"] for job in jobs_list):
+        tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
+    warm_up(run, {job["lab"] for job in jobs_list}, cache)
     reports = ReportWriter(work)
-    jobs_list = [job_for(run, s, cache if s.lab in gpu_labs else None) for s in found]
     total = len(jobs_list)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=run.jobs) as pool:
-        futures = {pool.submit(run_unit_process, job): job for job in jobs_list}
-        for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-            job = futures[future]
-            try:
-                result = future.result()
-            except Exception as error:  # наша собственная ошибка — тоже строка, не остановка
-                result = failed_result(job, f"внутренняя ошибка оценивания: {error}")
-            _merge_safely(run, result, reports)
-            _progress(done, total, result)
+    done = 0
+
+    def on_result(result: dict[str, Any]) -> None:
+        nonlocal done
+        done += 1
+        _merge_safely(run, result, reports)
+        _progress(done, total, result)
+
+    if scheduler:
+        run_dask(jobs_list, scheduler, on_result)
+    else:
+        run_local(jobs_list, run.jobs, on_result)
     graded = {(s.student, s.lab) for s in found}
     for result in _unassessed(run, collection_problems, graded):
         _merge_safely(run, result, reports)
     write_tables(run)
-    shutil.rmtree(work / "units", ignore_errors=True)
     return work / "grades.csv"
 
 
@@ -392,8 +356,10 @@ def _progress(done: int, total: int, result: dict[str, Any]) -> None:
     score = sum(float(t.get("score", 0)) for t in tests.values())
     points = sum(float(t.get("points", 0)) for t in tests.values())
     mark = " ⚠" if result.get("problems") or result.get("review") else ""
+    took = f" ({result['wall_seconds']:.1f} с)" if result.get("wall_seconds") else ""
     print(
-        f"[{done}/{total}] {result['student']} · {result['lab']}: {score:g} из {points:g}{mark}",
+        f"[{done}/{total}] {result['student']} · {result['lab']}: "
+        f"{score:g} из {points:g}{mark}{took}",
         file=sys.stderr,
         flush=True,
     )
@@ -408,9 +374,14 @@ def main(argv: list[str] | None = None) -> int:
         help="папка с работами или архив .zip из LMS; по умолчанию — submitted/ в рабочей папке",
     )
     parser.add_argument("--jobs", type=int, default=None, help="сколько работ оценивать сразу")
+    parser.add_argument(
+        "--scheduler",
+        default=os.environ.get("SCHEDULER") or None,
+        help="адрес планировщика Dask (tcp://host:8786): работы выполняются на его рабочих",
+    )
     args = parser.parse_args(argv)
     try:
-        grades = grade(args.submissions, args.jobs)
+        grades = grade(args.submissions, args.jobs, args.scheduler)
     except SetupError as error:
         print(f"Оценивание не началось: {error}", file=sys.stderr)
         return 2

@@ -10,31 +10,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
 from feedback.teacher.release import ROOT, lab_sources
+from feedback.teacher.safe_html import clean_notebook
 
 NO_RESPONSE = "Нет ответа."
-
-
-def nbgrader(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Запускает nbgrader из корня курса, чтобы он прочитал nbgrader_config.py."""
-    command = [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"]
-    # nbgrader вызывает alembic из PATH: добавляем папку скриптов нашего окружения.
-    scripts = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
-    return subprocess.run(command, cwd=ROOT, check=check, env=env, capture_output=True, text=True)
 
 
 def _fingerprint(path: Path) -> str:
@@ -45,32 +38,51 @@ def register(work: Path) -> dict[str, nbformat.NotebookNode]:
     """Заносит лабораторные в базу (если исходник изменился) и возвращает их выпуски.
 
     Выпуск (``release/<лаб>/<лаб>.ipynb`` в рабочей папке) — то, с чем сверяются
-    работы: те же ячейки и контрольные суммы, что в базе.
+    работы: те же ячейки и контрольные суммы, что в базе. Регистрирует сам nbgrader
+    (``generate_assignment``) в этом же процессе: без запуска интерпретатора на каждую
+    лабораторную это доли секунды.
     """
     stamps_file = work / "release" / "sources.json"
     stamps = json.loads(stamps_file.read_text()) if stamps_file.exists() else {}
-    releases = {}
+    releases, api = {}, None
     for source in lab_sources():
         lab = source.parent.name
         released = work / "release" / lab / source.name
         fingerprint = _fingerprint(source)
         if stamps.get(lab) != fingerprint or not released.exists():
-            result = nbgrader(
-                "generate_assignment",
-                lab,
-                "--force",
-                f"--CourseDirectory.release_directory={work / 'release'}",
-                check=False,
-            )
-            if result.returncode != 0:
-                raise RuntimeError(
-                    f"nbgrader не смог зарегистрировать {lab}:\n{result.stderr[-2000:]}"
-                )
+            api = api or _api(work)
+            with _scripts_on_path():
+                result = api.generate_assignment(lab, force=True, create=True)
+            if not result["success"]:
+                raise RuntimeError(f"nbgrader не смог зарегистрировать {lab}:\n{result['log']}")
             stamps[lab] = fingerprint
         releases[lab] = nbformat.read(released, as_version=4)
     stamps_file.parent.mkdir(parents=True, exist_ok=True)
     stamps_file.write_text(json.dumps(stamps, indent=1))
     return releases
+
+
+def _api(work: Path) -> Any:
+    """nbgrader с настройками курса (nbgrader_config.py) и выпуском в рабочую папку."""
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    config.CourseDirectory.release_directory = str(work / "release")
+    config.CourseDirectory.db_url = f"sqlite:///{work / 'gradebook.db'}"
+    config.CourseDirectory.root = str(ROOT)
+    return NbGraderAPI(config=config)
+
+
+@contextlib.contextmanager
+def _scripts_on_path() -> Iterator[None]:
+    """nbgrader создаёт базу командой alembic из PATH: нужна папка скриптов окружения."""
+    saved = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), saved])
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = saved
 
 
 def _open(work: Path) -> Any:
@@ -84,7 +96,7 @@ def record(work: Path, result: dict[str, Any]) -> Path:
     from nbgrader.utils import compute_checksum, determine_grade
 
     student, lab = result["student"], result["lab"]
-    notebook = nbformat.reads(json.dumps(result["autograded"]), as_version=4)
+    notebook = nbformat.reads(json.dumps(clean_notebook(result["autograded"])), as_version=4)
     folder = work / "autograded" / student / lab
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)

@@ -180,18 +180,30 @@ def _covered(path: str, others: list[str]) -> bool:
 
 
 def bwrap_command(
-    home: Path, ipc: Path, readonly: list[str], env: dict[str, str], limits: Limits
+    home: Path,
+    ipc: Path,
+    readonly: list[str],
+    env: dict[str, str],
+    limits: Limits,
+    writable: list[str] = (),
 ) -> list[str]:
-    """Команда запуска под bwrap (без самой команды ядра)."""
-    args = ["bwrap", *_namespaces(), *_system_binds()]
+    """Команда запуска под bwrap (без самой команды ядра).
+
+    Порядок важен: bwrap монтирует по очереди, и позднее монтирование закрывает раннее.
+    Поэтому сначала пустые /tmp и /dev, а уже поверх них — папки, которые ядро должно
+    видеть (окружение или кэш могут лежать и в /tmp).
+    """
+    args = ["bwrap", *_namespaces(), "--proc", "/proc", "--dev", "/dev"]
+    args += ["--size", str(limits.disk_bytes), "--tmpfs", "/tmp"]
+    args += ["--size", str(limits.disk_bytes), "--tmpfs", "/dev/shm"]
+    args += _system_binds()
     readonly = sorted(set(readonly))
     for path in readonly:
         if not _covered(path, readonly):
             args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(limits.disk_bytes), "--tmpfs", "/tmp"]
-    args += ["--size", str(limits.disk_bytes), "--tmpfs", "/dev/shm"]
     args += ["--bind", str(home), str(home), "--bind", str(ipc), str(ipc)]
+    for path in writable:
+        args += ["--bind", path, path]
     args += ["--chdir", str(home), "--clearenv"]
     for name, value in sorted(env.items()):
         args += ["--setenv", name, value]
@@ -263,7 +275,12 @@ class SandboxedKernelManager(AsyncKernelManager):
 
 
 def kernel_manager(
-    unit_dir: Path, mode: str, limits: Limits, extra_env: dict[str, str], readonly: list[str]
+    unit_dir: Path,
+    mode: str,
+    limits: Limits,
+    extra_env: dict[str, str],
+    readonly: list[str],
+    writable: list[str] = (),
 ) -> SandboxedKernelManager:
     """Ядро для одной работы: в песочнице (``mode="bwrap"``) или просто с лимитами."""
     home = unit_dir / "home"
@@ -272,7 +289,7 @@ def kernel_manager(
     env = kernel_env(home, extra_env)
     prefix = prlimit_command(limits)
     if mode == "bwrap":
-        prefix += bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits)
+        prefix += bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits, writable)
     km = SandboxedKernelManager(
         prefix,
         env,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,9 @@ from typing import Any
 import nbformat
 
 from feedback.teacher.assemble import assemble, parse_check_call, probe_source
+from feedback.teacher.caches import cache_root, tiny_model_cache
 from feedback.teacher.execute import execute
+from feedback.teacher.learner_outputs import marker, submitted
 from feedback.teacher.review import course_modules, scan
 from feedback.teacher.sandbox import Limits
 from feedback.teacher.score import judge_cell, test_score, verdict_output
@@ -37,6 +40,60 @@ def _note(role: str, title: str, lines: list[str]) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_markdown_cell(f"**{title}**\n\n{body}", id=f"course7-{role}")
     cell.metadata["course7"] = role
     return cell
+
+
+#: Ячейки выпуска с этим тегом при оценивании не выполняются: проверкам они не нужны
+#: (обучение, графики, демонстрации), а вместо их вывода показывается сданный учащимся.
+SKIP_TAG = "grading-skip"
+SUBMITTED = "Так было в сданной тетрадке учащегося (не перепроверялось, баллы не ставятся)"
+NOT_RUN = "При оценивании эта ячейка не выполнялась"
+
+
+def _shown_outputs(executed: list[Any], submitted_raw: Any, skipped: bool, gpu: bool) -> list[Any]:
+    """Что показать в ячейке: вывод при оценивании и/или сданный учащимся — с пометкой.
+
+    В GPU-лабораторных оценивание идёт на крошечной модели, поэтому рядом с её выводом
+    показывается сданный (настоящая модель, T4). Невыполненная ячейка показывает только
+    сданный вывод.
+    """
+    if skipped:
+        return submitted(submitted_raw, f"{NOT_RUN}. {SUBMITTED}") or [marker(NOT_RUN)]
+    return [*executed, *(submitted(submitted_raw, SUBMITTED) if gpu else [])]
+
+
+def kernel_caches(job: dict[str, Any], unit_dir: Path) -> tuple[dict, list[str], list[str]]:
+    """Окружение ядра и кэши: крошечная Gemma (только чтение) и кэш компиляции JAX.
+
+    Кэш компиляции каждая работа получает своей копией: прогретый эталонным решением, он
+    избавляет от компиляции XLA, а то, что допишет работа, с ней и исчезнет. Прогрев
+    (``jax_cache_write``) пишет в общий кэш — так делает только эталонное решение.
+    """
+    env: dict[str, str] = {"COURSE7_TINY": "1"}
+    readonly: list[str] = []
+    writable: list[str] = []
+    if not job.get("gpu"):
+        return env, readonly, writable
+    cache = str(tiny_model_cache(cache_root(job.get("cache_dir"))))
+    env["COURSE7_CACHE_DIR"] = cache
+    readonly.append(cache)
+    jax_cache = job.get("jax_cache_write")
+    if jax_cache:
+        writable.append(jax_cache)
+    elif job.get("jax_cache_dir") and Path(job["jax_cache_dir"]).is_dir():
+        jax_cache = str(unit_dir / "home" / ".jax-cache")
+        shutil.copytree(job["jax_cache_dir"], jax_cache, dirs_exist_ok=True)
+    if jax_cache:
+        env.update(JAX_COMPILATION_CACHE_ENV, JAX_COMPILATION_CACHE_DIR=jax_cache)
+    return env, readonly, writable
+
+
+#: Кэшировать любые компиляции XLA, даже короткие и маленькие (у крошечной модели все такие).
+JAX_COMPILATION_CACHE_ENV = {
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    # Без кэшей самого XLA: их путь входит в ключ, и копия кэша в другой папке не совпала бы.
+    "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none",
+}
 
 
 def run_unit(job: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +118,11 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
     runnable = copy.deepcopy(graded)
     calls: dict[int, tuple[str, Any, dict[str, Any]]] = {}
     cases: dict[str, Any] = {}
+    skipped = set()
     for index, (cell, role) in enumerate(zip(graded.cells, roles, strict=True)):
+        if role == "fixed" and SKIP_TAG in cell.metadata.get("tags", []):
+            skipped.add(index)
+            runnable.cells[index].source = ""  # пустую ячейку nbclient не выполняет
         if role != "test":
             continue
         grade_id = cell.metadata["nbgrader"]["grade_id"]
@@ -75,9 +136,8 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
 
     limits = Limits(**job.get("limits", {}))
     unit_dir = Path(job["unit_dir"])
-    execution = execute(
-        runnable, unit_dir, job["sandbox"], limits, job.get("env", {}), job.get("readonly", [])
-    )
+    env, readonly, writable = kernel_caches(job, unit_dir)
+    execution = execute(runnable, unit_dir, job["sandbox"], limits, env, readonly, writable)
 
     tests: dict[str, dict[str, Any]] = {}
     review = [finding.__dict__ for finding in findings]
@@ -86,7 +146,12 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
             continue
         executed = execution.notebook.cells[index]
         if index not in calls:
-            cell.outputs = executed.get("outputs", [])
+            cell.outputs = _shown_outputs(
+                executed.get("outputs", []),
+                assembled.submitted_outputs.get(index),
+                skipped=index in skipped,
+                gpu=bool(job.get("gpu")),
+            )
             cell.execution_count = executed.get("execution_count")
             continue
         grade_id, call, params = calls[index]
@@ -137,6 +202,38 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
         "seconds": round(time.monotonic() - started, 3),
         "execution_seconds": round(execution.seconds, 3),
         "peak_memory": execution.peak_memory,
+    }
+
+
+def failed_result(job: dict[str, Any], problem: str) -> dict[str, Any]:
+    """Результат работы, которую не удалось оценить: выпуск с заметкой и нули."""
+    return unassessed(job["student"], job["lab"], job.get("file", ""), job["release"], problem)
+
+
+def unassessed(
+    student: str, lab: str, file: str, release: dict[str, Any], problem: str
+) -> dict[str, Any]:
+    """Неоценённая работа: выпуск с заметкой «Работа не оценена», нули за все проверки."""
+    notebook = nbformat.reads(json.dumps(release), as_version=4)
+    note = nbformat.v4.new_markdown_cell(
+        f"**Работа не оценена**\n\n- {problem}.", id=f"course7-{GRADING_NOTE}"
+    )
+    note.metadata["course7"] = GRADING_NOTE
+    notebook.cells.insert(0, note)
+    tests = {}
+    for cell in notebook.cells:
+        grading = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and grading.get("grade") and not grading.get("solution"):
+            tests[grading["grade_id"]] = {"score": 0.0, "points": grading.get("points", 0)}
+    return {
+        "student": student,
+        "lab": lab,
+        "file": file,
+        "autograded": json.loads(nbformat.writes(notebook)),
+        "tests": tests,
+        "problems": [f"Работа не оценена: {problem}."],
+        "review": [],
+        "cases": {},
     }
 
 

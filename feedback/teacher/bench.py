@@ -1,0 +1,118 @@
+"""Сколько стоит оценивание: ``make bench`` печатает таблицу, которую можно перепроверить.
+
+Класс из копий эталонного решения одной CPU-лабораторной и одной GPU-лабораторной
+оценивается во временной рабочей папке (база оценок преподавателя не трогается) при
+``JOBS=1`` и ``JOBS=2``. Печатаются: постоянная часть запуска (регистрация лабораторных,
+отчёты, таблицы — на пустом классе), секунды на работу, ускорение от второго процесса
+и, если есть, время групп тестов из последнего ``make test``
+(``.course-work/test-times.xml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+from feedback.teacher.release import ROOT
+
+TEST_TIMES = ROOT / ".course-work" / "test-times.xml"
+
+
+def _class_folder(folder: Path, lab: str, count: int) -> Path:
+    """Папка с ``count`` работами — копиями эталонного решения ``lab``."""
+    shutil.rmtree(folder, ignore_errors=True)
+    source = ROOT / "solutions" / lab / f"{lab}.ipynb"
+    for number in range(1, count + 1):
+        target = folder / f"bench{number:02d}" / lab / f"{lab}.ipynb"
+        target.parent.mkdir(parents=True)
+        shutil.copy(source, target)
+    return folder
+
+
+def _timed_command(folder: Path, jobs: int = 1) -> float:
+    """``make grade`` на папке в отдельном процессе — со стартом Python и импортами."""
+    started = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-m", "feedback.teacher.grade", str(folder), "--jobs", str(jobs)],
+        check=True,
+        capture_output=True,
+    )
+    return time.monotonic() - started
+
+
+def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tuple[str, str]]:
+    """Строки таблицы (что измерено, значение)."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="course7-bench-") as tmp:
+        root = Path(tmp)
+        os.environ["COURSE7_GRADING_DIR"] = str(root / "work")
+        empty = root / "empty"
+        empty.mkdir()
+        cold = _timed_command(empty)
+        # Прогрев: эталоны проходят проверки, кэш компиляции наполняется (один раз на версию).
+        warm_up = _timed_command(_class_folder(root / "warm", cpu_lab, 1))
+        warm_up += _timed_command(_class_folder(root / "warm", gpu_lab, 1))
+        empty_run = min(_timed_command(empty) for _ in range(2))
+        rows += [
+            ("Первый запуск: регистрация лабораторных в базе", f"{cold:.1f} с"),
+            ("Первый запуск: прогрев эталонами (раз на версию лабораторной)", f"{warm_up:.1f} с"),
+            ("Запуск make grade без работ (старт, база, таблицы)", f"{empty_run:.1f} с"),
+        ]
+        for lab, n in ((cpu_lab, count), (gpu_lab, gpu_count)):
+            per = {}
+            for jobs in (1, 2):
+                # Цена одной работы — разница между классами из n и из одной работы: в ней нет
+                # разовых расходов запуска (старт процессов, шаблоны отчётов).
+                one = _timed_command(_class_folder(root / "one", lab, 1), jobs)
+                many = _timed_command(_class_folder(root / "many", lab, n), jobs)
+                per[jobs] = (many - one) / (n - 1)
+                rows.append((f"{lab}, JOBS={jobs}: секунд на работу", f"{per[jobs]:.2f}"))
+                rows.append(
+                    (f"{lab}, JOBS={jobs}: постоянная часть запуска", f"{one - per[jobs]:.1f} с")
+                )
+            rows.append((f"{lab}: ускорение JOBS=2 к JOBS=1", f"{per[1] / per[2]:.2f}×"))
+    return rows
+
+
+def test_groups(path: Path = TEST_TIMES) -> list[tuple[str, str]]:
+    """Время групп тестов (по файлам) из отчёта JUnit последнего ``make test``."""
+    if not path.exists():
+        return [("Группы тестов", "нет отчёта — запустите make test")]
+    seconds: dict[str, float] = defaultdict(float)
+    for case in ET.parse(path).getroot().iter("testcase"):
+        parts = (case.get("classname") or "?").split(".")
+        group = parts[1] if parts[0] in ("tests", "solutions") and len(parts) > 1 else parts[0]
+        seconds[group] += float(case.get("time") or 0)
+    top = sorted(seconds.items(), key=lambda item: -item[1])
+    return [(f"Тесты: {name}", f"{value:.1f} с") for name, value in top]
+
+
+def table(rows: list[tuple[str, str]]) -> str:
+    width = max(len(name) for name, _ in rows)
+    lines = [f"| {'Что измерено'.ljust(width)} | Значение |", f"|{'-' * (width + 2)}|----------|"]
+    lines += [f"| {name.ljust(width)} | {value} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cpu-lab", default="lab_7_2_training_flops")
+    parser.add_argument("--gpu-lab", default="lab_7_6_gradient_accumulation")
+    parser.add_argument("--submissions", type=int, default=8, help="работ CPU-лабораторной")
+    parser.add_argument("--gpu-submissions", type=int, default=4, help="работ GPU-лабораторной")
+    args = parser.parse_args(argv)
+    rows = measure(args.cpu_lab, args.gpu_lab, args.submissions, args.gpu_submissions)
+    print(table(rows + test_groups()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

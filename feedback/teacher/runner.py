@@ -1,0 +1,165 @@
+"""Где выполняются единицы оценивания: здесь (до ``JOBS`` сразу) или на кластере Dask.
+
+Каждая единица — свой процесс: он порождается от заранее прогретого процесса-шаблона
+(``multiprocessing`` со стартом ``forkserver``), в котором уже импортированы nbclient и
+nbformat, поэтому запуск стоит миллисекунды, а не секунду импорта. Процесс получает
+задание и возвращает результат через файлы в своей временной папке; если он упал, завис
+или убит, вместо результата будет «работа не оценена» с причиной — остальные единицы
+это не задевает.
+
+С Dask (``make grade SCHEDULER=tcp://host:8786``) та же функция :func:`run_isolated`
+выполняется на рабочих машинах: каждой нужен только установленный пакет курса и
+bubblewrap, а решения, база оценок и отчёты остаются у преподавателя.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from feedback.teacher.unit import failed_result
+
+#: Сколько ещё подождать единицу сверх бюджета тетрадки (запуск ядра, сборка, вердикты).
+UNIT_GRACE_SECONDS = 120
+#: Где создаются временные папки единиц (по умолчанию — системная временная папка).
+UNITS_ENV = "COURSE7_UNITS_DIR"
+
+Result = dict[str, Any]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload(["feedback.teacher.unit", "feedback.teacher.grade"])
+    return context
+
+
+_CONTEXT = _context()
+
+
+def _unit_entry(job_file: str, result_file: str, log_file: str) -> None:
+    """Тело процесса единицы: свой сеанс (чтобы убить всю группу), вывод — в журнал."""
+    os.setsid()
+    log = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    from feedback.teacher.unit import main
+
+    raise SystemExit(main([job_file, result_file]))
+
+
+def run_isolated(job: dict[str, Any]) -> Result:
+    """Выполняет одну единицу в своём процессе; что бы с ней ни случилось — вернёт результат."""
+    base = os.environ.get(UNITS_ENV) or None
+    folder = Path(tempfile.mkdtemp(prefix="course7-unit-", dir=base))
+    job = {**job, "unit_dir": str(folder / "unit")}
+    job_file, result_file, log_file = folder / "job.json", folder / "result.json", folder / "log"
+    job_file.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
+    timeout = job["limits"]["notebook_seconds"] + UNIT_GRACE_SECONDS
+    started = time.monotonic()
+    try:
+        if not _finished(job_file, result_file, log_file, timeout):
+            return failed_result(job, f"оценивание работы не завершилось за {int(timeout)} с")
+        try:
+            result = json.loads(result_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return failed_result(job, "сбой оценивания этой работы" + _log_tail(log_file))
+        result["wall_seconds"] = round(time.monotonic() - started, 3)
+        return result
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _finished(job_file: Path, result_file: Path, log_file: Path, timeout: float) -> bool:
+    """Запускает процесс единицы и ждёт; ``False`` — не успел, и вся его группа убита.
+
+    Обычно процесс порождается от прогретого шаблона. Внутри процесса-демона (так
+    работают рабочие Dask) порождать процессы через multiprocessing нельзя — тогда
+    запускается обычный ``python -m feedback.teacher.unit``.
+    """
+    arguments = (str(job_file), str(result_file), str(log_file))
+    if not multiprocessing.current_process().daemon:
+        process = _CONTEXT.Process(target=_unit_entry, args=arguments)
+        process.start()
+        process.join(timeout)
+        if process.is_alive():
+            _kill_group(process.pid)
+            process.join(5)
+            return False
+        return True
+    with open(log_file, "wb") as log:
+        command = [sys.executable, "-m", "feedback.teacher.unit", *arguments[:2]]
+        child = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        try:
+            child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(child.pid)
+            child.wait()
+            return False
+    return True
+
+
+def _kill_group(pid: int | None) -> None:
+    if pid is None:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _log_tail(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    tail = [line.strip() for line in lines[-3:] if line.strip()]
+    return f": {' / '.join(tail)}" if tail else ""
+
+
+def run_local(
+    jobs: Iterable[dict[str, Any]], workers: int, on_result: Callable[[Result], None]
+) -> None:
+    """Выполняет единицы здесь, до ``workers`` одновременно; результаты — по мере готовности."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_isolated, job): job for job in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            on_result(_result_of(future, futures[future]))
+
+
+def run_dask(
+    jobs: Iterable[dict[str, Any]], scheduler: str, on_result: Callable[[Result], None]
+) -> None:
+    """Выполняет единицы на рабочих Dask (``dask scheduler`` / ``dask worker`` на машинах)."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise RuntimeError(
+            "Для SCHEDULER нужен Dask: pip install 'course7-feedback[cluster]'."
+        ) from None
+    with Client(scheduler) as client:
+        futures = {}
+        for job in jobs:
+            # pure=False: у двух одинаковых работ разные учащиеся — результаты не делятся.
+            futures[client.submit(run_isolated, job, pure=False, retries=0)] = job
+        for future in as_completed(futures):
+            on_result(_result_of(future, futures[future]))
+
+
+def _result_of(future: Any, job: dict[str, Any]) -> Result:
+    try:
+        return future.result()
+    except Exception as error:  # сбой нашей стороны или рабочего — строка, не остановка
+        return failed_result(job, f"внутренняя ошибка оценивания: {type(error).__name__}: {error}")

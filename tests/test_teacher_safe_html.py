@@ -1,0 +1,56 @@
+"""HTML из работ без активного содержимого, но с оформлением курса."""
+
+from feedback.result import failed
+from feedback.teacher.safe_html import clean_html, clean_notebook
+
+
+def test_scripts_handlers_frames_and_javascript_links_are_removed():
+    dirty = (
+        "<script>fetch('/api')</script><b onclick=\"steal()\">жирный</b>"
+        "<a href=\"javascript:steal()\">ссылка</a><iframe src='/lab'></iframe>"
+        "<img src=x onerror=steal()><svg onload=steal()></svg><style>*{}</style>"
+    )
+    clean = clean_html(dirty)
+    for bad in ("<script", "onclick", "javascript:", "<iframe", "onerror", "onload", "<svg"):
+        assert bad not in clean
+    assert "<b>жирный</b>" in clean
+
+
+def test_course_verdicts_and_tables_keep_their_look():
+    verdict = failed("f", "ответ неверный.", "Ожидалось: 2")._repr_html_()
+    clean = clean_html(verdict)
+    assert "border-left:4px solid #a12622" in clean and "data-passed" in clean
+    table = "<table><thead><tr><th>A</th></tr></thead><tbody><tr><td>1</td></tr></tbody></table>"
+    assert clean_html(table) == table
+    png = '<img src="data:image/png;base64,AAAA" alt="график">'
+    assert clean_html(png) == png
+
+
+def test_notebook_outputs_and_learner_markdown_are_cleaned():
+    nb = {
+        "cells": [
+            {
+                "cell_type": "markdown",
+                "metadata": {"nbgrader": {"solution": True}},
+                "source": "Ответ <script>x()</script>",
+            },
+            {"cell_type": "markdown", "metadata": {}, "source": "Текст курса <b>как есть</b>"},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [
+                    {
+                        "output_type": "display_data",
+                        "data": {
+                            "text/html": ["<p>ok</p>", "<script>x()</script>"],
+                            "application/javascript": "x()",
+                        },
+                    }
+                ],
+            },
+        ]
+    }
+    cells = clean_notebook(nb)["cells"]
+    assert "<script" not in cells[0]["source"] and cells[0]["source"].startswith("Ответ")
+    assert cells[1]["source"] == "Текст курса <b>как есть</b>"
+    assert cells[2]["outputs"][0]["data"] == {"text/html": "<p>ok</p>x()"}
