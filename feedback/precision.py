@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.calling import LearnerProblem
-from feedback.formatting import format_gib, format_number, format_significant, plural
+from feedback.formatting import (
+    PARAMETERS,
+    format_gib,
+    format_number,
+    format_significant,
+    plural,
+)
 from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
 from feedback.values import describe, revive
@@ -190,9 +196,6 @@ def parameter_counts(model: Any) -> tuple[int, int]:
     return trainable, total
 
 
-_PARAMETERS = ("параметр", "параметра", "параметров")
-
-
 def _share(part: int, whole: int) -> str:
     if not whole:
         return "0 %"
@@ -313,14 +316,14 @@ def judge_bfloat16(facts: dict[str, Any]) -> CheckResult:
         return failed(title, "у модели нет весов основной сети.")
 
     details.append(
-        f"Веса основной сети: {plural(sum(v.size for v in main), *_PARAMETERS)} × "
+        f"Веса основной сети: {plural(sum(v.size for v in main), *PARAMETERS)} × "
         f"2 байта ≈ {format_gib(_memory(main) / 1024**3)}."
     )
     if lora:
         lora_types = ", ".join(sorted({v.dtype for v in lora}))
         details.append(
             f"Матрицы LoRA ({format_number(len(lora))} шт., "
-            f"{plural(sum(v.size for v in lora), *_PARAMETERS)}) хранятся в "
+            f"{plural(sum(v.size for v in lora), *PARAMETERS)}) хранятся в "
             f"{lora_types} — так задумано в Keras: маленькие обучаемые матрицы держат в "
             "полной точности, чтобы небольшие обновления не терялись при округлении."
         )
@@ -446,7 +449,7 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
             title,
             "кроме матриц LoRA обучаются и другие веса.",
             f"Лишних обучаемых переменных: {format_number(len(extra))} "
-            f"({plural(extra_params, *_PARAMETERS)}), например: "
+            f"({plural(extra_params, *PARAMETERS)}), например: "
             f"{_list_paths([v.path for v in extra])}.",
             counts,
             "Подсказка: enable_lora замораживает всю модель, кроме адаптеров. Похоже, "

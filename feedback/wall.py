@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from feedback.formatting import bytes_to_gb, format_gib, format_number
+from feedback.formatting import PARAMETERS, bytes_to_gb, format_gib, plural
 from feedback.xla_memory import T4_TOTAL_BYTES, UsableMemory, usable_memory, xla_memory_settings
 
 
@@ -87,11 +87,12 @@ def wall_report_html(
     ``describe()`` и ``usable(env)``.
     """
     need = weights_gib(params_of(preset_name), bytes_per_param)
-    dtype = {4: "float32", 2: "bfloat16"}.get(bytes_per_param, f"{bytes_per_param} байт")
+    dtype = {4: "float32", 2: "bfloat16"}.get(bytes_per_param, f"{8 * bytes_per_param:g} бит")
     lines = [
         f"Модель <b>{html.escape(preset_name)}</b>: "
-        f"{format_number(params_of(preset_name))} параметров × {format_number(bytes_per_param)} "
-        f"байта ({dtype}) = <b>{html.escape(format_gib(need))}</b> только на веса."
+        f"{plural(params_of(preset_name), *PARAMETERS)} × "
+        f"{plural(bytes_per_param, 'байт', 'байта', 'байт')} ({dtype}) = "
+        f"<b>{html.escape(format_gib(need))}</b> только на веса."
     ]
     usable = accelerator.usable(env) if accelerator is not None else None
     if usable is None:
@@ -165,7 +166,7 @@ def loaded_model_report(model: object | None, real_preset: str) -> str:
     size = sum(n * _bytes_of(dtype) for n, dtype in zip(counts, dtypes, strict=True))
     real = weights_gib(params_of(real_preset), 4)
     return (
-        f"Модель загрузилась: {format_number(params)} параметров, типы весов: "
+        f"Модель загрузилась: {plural(params, *PARAMETERS)}, типы весов: "
         f"{', '.join(sorted(set(dtypes)))}, {format_gib(bytes_to_gb(size))}. "
         f"Настоящая {real_preset} в float32 заняла бы {format_gib(real)} — на T4 здесь "
         "была бы ошибка RESOURCE_EXHAUSTED."

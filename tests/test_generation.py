@@ -174,9 +174,10 @@ def test_check_never_raises_on_odd_input():
         (0, "Duration: 0.00 seconds"),
         (12_340_000_000, "Duration: 12.34 seconds"),
         (59_990_000_000, "Duration: 59.99 seconds"),
-        (59_999_000_000, "Duration: 1 minutes 0.00 seconds"),
-        (60_000_000_000, "Duration: 1 minutes 0.00 seconds"),
-        (83_456_000_000, "Duration: 1 minutes 23.46 seconds"),
+        (59_999_000_000, "Duration: 1 minute 0.00 seconds"),
+        (60_000_000_000, "Duration: 1 minute 0.00 seconds"),
+        (83_456_000_000, "Duration: 1 minute 23.46 seconds"),
+        (120_000_000_000, "Duration: 2 minutes 0.00 seconds"),
         (725_500_000_000, "Duration: 12 minutes 5.50 seconds"),
     ],
 )
@@ -201,6 +202,25 @@ def test_timer_separates_first_call():
     assert "вызовов ещё не было" in generation.GenerationTimer().summary()
 
 
+@pytest.mark.parametrize(
+    ("first", "rest", "tokens", "ratio", "speed"),
+    [
+        (5.0, 1.0, 21, "в 5 раз", "21 токен в секунду"),
+        (2.5, 1.0, 22, "в 2,5 раза", "22 токена в секунду"),
+        (8.0, 1.0, 25, "в 8 раз", "25 токенов в секунду"),
+        (111.0, 1.0, 111, "в 111 раз", "111 токенов в секунду"),
+        (44.0, 2.0, 3, "в 22 раза", "1,5 токена в секунду"),
+    ],
+)
+def test_summary_agrees_numbers_with_words(first, rest, tokens, ratio, speed):
+    timer = generation.GenerationTimer(name="Gemma-1B")
+    timer.record("a", "a b", first, 10, compiled=True, steps=10)
+    timer.record("a", "a b", rest, 10, steps=tokens)
+    summary = timer.summary()
+    assert f"первый медленнее примерно {ratio}." in summary
+    assert f"Скорость без компиляции: {speed}" in summary
+
+
 def test_speed_counts_the_tokens_the_model_computed():
     """Запрос дополнен до 16 токенов: модель вычисляет 16 − 5 + 10 = 21 токен, в ответ — 10."""
     timer = generation.GenerationTimer(name="Gemma-1B")
@@ -211,7 +231,8 @@ def test_speed_counts_the_tokens_the_model_computed():
     assert timer.warm_tokens_per_second == pytest.approx(42)
     assert timer.warm_answer_tokens_per_second == pytest.approx(20)
     summary = timer.summary()
-    assert "42 токенов в секунду" in summary and "В ответ из них попадает 20" in summary
+    assert "42 токена в секунду" in summary
+    assert "В ответ из них попадает 20 токенов в секунду" in summary
     assert "кратной 16" in summary
     assert "<th>Вычислено токенов</th>" in timer._repr_html_()
 

@@ -82,17 +82,38 @@ def test_chart_data_lists_every_preset():
     assert data["gemma3_1b"]["Веса"] == pytest.approx(3.725, abs=1e-3)
 
 
+class Weight:
+    def __init__(self, shape, dtype="float32"):
+        self.shape, self.dtype = shape, dtype
+
+
+class Model:
+    def __init__(self, *shapes):
+        self.weights = [Weight(shape) for shape in shapes]
+
+
 def test_loaded_model_report_counts_weights():
-    class Weight:
-        def __init__(self, shape, dtype):
-            self.shape, self.dtype = shape, dtype
-
-    class Model:
-        def __init__(self):
-            self.weights = [Weight((1024, 256), "float32"), Weight((256,), "float32")]
-
-    text = wall.loaded_model_report(Model(), "gemma3_4b_text")
+    text = wall.loaded_model_report(Model((1024, 256), (256,)), "gemma3_4b_text")
     assert "262\u202f400 параметров" in text and "float32" in text
     assert "14,5 ГиБ" in text
     failed = wall.loaded_model_report(None, "gemma3_4b_text")
     assert "не загрузилась" in failed and "даже не скачивались" in failed
+
+
+@pytest.mark.parametrize(
+    ("shapes", "phrase"),
+    [
+        (((110, 1004), (4,)), "110\u202f444 параметра"),
+        (((10, 2), (1,)), "21 параметр"),
+        (((1000, 1000),), "1 млн параметров"),
+    ],
+)
+def test_loaded_model_report_agrees_the_count_with_its_noun(shapes, phrase):
+    assert f"Модель загрузилась: {phrase}," in wall.loaded_model_report(Model(*shapes), "gemma3_1b")
+
+
+def test_report_names_parameters_and_bytes_in_agreement():
+    html = wall.wall_report_html("gemma3_4b_text", t4(), 2, FRACTION_09)
+    assert "3,88 млрд параметров × 2 байта (bfloat16)" in html
+    html = wall.wall_report_html("gemma3_1b", t4(), 1, FRACTION_09)
+    assert "1 млрд параметров × 1 байт" in html
