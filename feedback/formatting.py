@@ -86,6 +86,40 @@ def _not_a_number(value: object) -> str | None:
     return None
 
 
+_FROM_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_SCALES = {"тыс": 1e3, "млн": 1e6, "млрд": 1e9, "трлн": 1e12}
+_SPACES = (" ", "\u00a0", THOUSANDS_SEP, "\u2009", "_")
+
+
+def parse_number(text: str) -> float | None:
+    """Число из строки так, как его пишут люди и печатает этот модуль; иначе ``None``.
+
+    Понимает ``"110e6"``, ``"3.3e9"``, ``"3,3 млрд"``, ``"30 000"`` (с любым пробелом
+    между тысячами), ``"2,18·10¹⁸"``, ``"−1,5 млн"``. Нужна там, где число дано
+    учащемуся готовым, а он мог записать его строкой, например отформатировав для
+    таблицы. NaN и бесконечность числом не считаются.
+    """
+    cleaned = str(text).strip().replace("−", "-").replace(",", ".")
+    for space in _SPACES:
+        cleaned = cleaned.replace(space, "")
+    scale = 1.0
+    for word, factor in _SCALES.items():
+        if cleaned.endswith(word):
+            cleaned, scale = cleaned[: -len(word)], factor
+            break
+    for times in ("·10", "×10", "*10"):
+        if times in cleaned:
+            mantissa, _, power = cleaned.partition(times)
+            power = power.lstrip("^").lstrip("*").translate(_FROM_SUPERSCRIPTS)
+            cleaned = f"{mantissa or 1}e{power}"
+            break
+    try:
+        number = float(cleaned) * scale
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def format_scientific(value: float, digits: int = 3) -> str:
     """Научная запись по-русски: ``2.178e18 → "2,18·10¹⁸"``."""
     if (text := _not_a_number(value)) is not None:

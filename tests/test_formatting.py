@@ -11,6 +11,7 @@ from feedback.formatting import (
     format_pair,
     format_plain,
     format_scientific,
+    parse_number,
     plural,
     plural_form,
 )
@@ -155,3 +156,27 @@ def test_plural_form_reads_the_printed_number(shown, form):
 )
 def test_format_gib_names_tiny_amounts_in_agreeing_bytes(num_bytes, text):
     assert f"({text})" in format_gib(num_bytes / 1024**3)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("110e6", 110e6),
+        ("3,3 млрд", 3.3e9),
+        (f"30{NNBSP}000", 30_000),
+        ("30 000", 30_000),
+        ("2,18·10¹⁸", 2.18e18),
+        ("−1,5 млн", -1.5e6),
+        ("1 трлн", 1e12),
+        ("30k", None),
+        ("nan", None),
+        ("", None),
+    ],
+)
+def test_parse_number_reads_what_people_and_format_number_write(text, value):
+    assert parse_number(text) == (pytest.approx(value) if value is not None else None)
+
+
+@pytest.mark.parametrize("value", [110e6, 3.3e9, 30_000, 2.527e24, 999_885_952, 0.5])
+def test_parse_number_inverts_format_number(value):
+    assert parse_number(format_number(value)) == pytest.approx(value, rel=5e-3)
