@@ -117,3 +117,65 @@ def test_report_names_parameters_and_bytes_in_agreement():
     assert "3,88 млрд параметров × 2 байта (bfloat16)" in html
     html = wall.wall_report_html("gemma3_1b", t4(), 1, FRACTION_09)
     assert "1 млрд параметров × 1 байт" in html
+
+
+# --------------------------------------------------------------------------- задание
+
+
+GIB = 1024**3
+EXACT = 3_880_099_328 * 4 / GIB
+
+
+@pytest.mark.parametrize("answer", [EXACT, 14.45, 14.5, 14.454])
+def test_weights_memory_right_and_rounded_answers_pass(answer):
+    result = wall.check_weights_memory(answer)
+    assert result.passed, result.message
+    assert "3,88 млрд параметров × 4 байта / 1024³ ≈ 14,5 ГиБ" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (3_880_099_328 * 4, "это байты"),
+        (3_880_099_328 * 4 / 1e9, "это ГБ"),
+        (3_880_099_328 * 4 / 1024**2, "получились МиБ"),
+        (3_880_099_328 * 2 / GIB, "веса в bfloat16"),
+        (3_880_099_328 * 32 / GIB, "это биты"),
+        (3_880_099_328 / GIB, "забыт множитель"),
+        (4e9 * 4 / GIB, "для круглых 4 млрд"),
+    ],
+)
+def test_weights_memory_typical_mistakes_get_their_hint(answer, hint):
+    result = wall.check_weights_memory(answer)
+    assert not result.passed
+    assert "Ожидалось: 14,5" in result.message and hint in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        (..., "ещё не заполнено"),
+        (None, "записано None"),
+        ("14,5 ГиБ", "не число (строка '14,5 ГиБ')"),
+        (True, "не число (bool)"),
+        ([14.45], "не число (list)"),
+        (float("nan"), "не конечное число"),
+    ],
+)
+def test_weights_memory_non_numbers_get_a_russian_verdict(answer, verdict):
+    result = wall.check_weights_memory(answer)
+    assert not result.passed and verdict in result.message
+    assert "Traceback" not in result.message
+
+
+def test_weights_memory_for_other_parameters_from_the_test_cell():
+    assert wall.check_weights_memory(1.0, param_count=GIB / 2, bytes_per_param=2).passed
+    assert not wall.check_weights_memory(EXACT, param_count=GIB / 2, bytes_per_param=2).passed
+
+
+def test_weights_memory_strict_mode_raises(monkeypatch):
+    from feedback import CheckFailed
+
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    with pytest.raises(CheckFailed):
+        wall.check_weights_memory(...)
