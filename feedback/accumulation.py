@@ -52,9 +52,9 @@ KERAS_DEFAULTS = {
     "clipnorm": None,
 }
 
-#: Скорости обучения лабораторных без накопления: 7.5 и задание 1 лабораторной 7.6.
+#: Скорости обучения без накопления: лабораторная 7.5 и эксперимент с батчем 4 в 7.6.
 LR_LAB_7_5 = 5e-5
-LR_LAB_7_6_TASK_1 = 1e-4
+LR_LAB_7_6_BATCH_4 = 1e-4
 
 REL_TOL = 1e-5
 
@@ -190,7 +190,7 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> str | None
                 "подбор, это разумно. Но в задании, как в оригинальном курсе, скорость "
                 f"масштабируют линейно: {base} × {steps} = {literal(expected)}."
             )
-        if _same(got, expected / steps) or _same(got, LR_LAB_7_6_TASK_1):
+        if _same(got, expected / steps) or _same(got, LR_LAB_7_6_BATCH_4):
             return (
                 f"это скорость обучения без накопления. С gradient_accumulation_steps="
                 f"{steps} эффективный батч в {plural(steps, 'раз', 'раза', 'раз')} больше, "
@@ -201,20 +201,20 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> str | None
         if _same(got, LR_LAB_7_5):
             return (
                 "5e-5 — скорость из лабораторной 7.5. Здесь за основу берётся 1e-4 из "
-                "задания 1, и по правилу линейного масштабирования (эффективный батч "
+                "эксперимента с батчем 4, и по правилу линейного масштабирования (эффективный батч "
                 f"×{steps}) её умножают на {steps}: 1e-4 × {steps} = "
-                f"{literal(LR_LAB_7_6_TASK_1 * steps)}. Поэтому сравнение с 7.5 не совсем "
+                f"{literal(LR_LAB_7_6_BATCH_4 * steps)}. Поэтому сравнение с 7.5 не совсем "
                 "честное: там 5e-5, здесь 8e-4."
             )
-    elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_TASK_1 * 8):
+    elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_BATCH_4 * 8):
         return (
-            f"{literal(got)} подобрана для накопления градиентов ×8 (задание 2 "
+            f"{literal(got)} подобрана для накопления градиентов ×8 (задание "
             f"лабораторной 7.6). Без накопления нужна {literal(expected)}."
         )
-    elif _same(got, LR_LAB_7_5) or _same(got, LR_LAB_7_6_TASK_1):
+    elif _same(got, LR_LAB_7_5) or _same(got, LR_LAB_7_6_BATCH_4):
         return (
             f"{literal(got)} — скорость обучения из другой лабораторной "
-            f"(5e-5 — в 7.5, 1e-4 — в задании 1 лабораторной 7.6); здесь нужна "
+            f"(5e-5 — в 7.5, 1e-4 — в эксперименте с батчем 4 в 7.6); здесь нужна "
             f"{literal(expected)}."
         )
     if _same(got, KERAS_DEFAULTS["learning_rate"]):
@@ -377,7 +377,7 @@ def check_optimizer(
     ``beta_2=0.95``, ``epsilon=1e-6``, ``clipnorm=0.5``, скоростью обучения
     ``learning_rate`` и ``gradient_accumulation_steps == steps``. ``steps=None`` —
     накопления быть не должно (лабораторная 7.5: ``steps=None, learning_rate=5e-5``;
-    задание 1 лабораторной 7.6: ``steps=None, learning_rate=1e-4``). Каждое неверное
+    эксперимент с батчем 4 в лабораторной 7.6: ``steps=None, learning_rate=1e-4``). Каждое неверное
     значение называется с ожидаемым и полученным.
     """
 
