@@ -530,7 +530,8 @@ def _judge_weights_dtype(observation: Any) -> CheckResult:
     if choice in ("float32", "float64"):
         return failed(
             title,
-            f"{choice} — {LOADABLE_DTYPES[choice]} байта на параметр: веса Gemma-4B займут "
+            f"{choice} — {plural(LOADABLE_DTYPES[choice], 'байт', 'байта', 'байт')} на параметр: "
+            "веса Gemma-4B займут "
             f"≈ {format_gib(3_880_099_328 * LOADABLE_DTYPES[choice] / 1024**3)} и не "
             "поместятся в T4 (лабораторная 7.3).",
             "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32.",
