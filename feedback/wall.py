@@ -83,6 +83,11 @@ def params_of(preset_name: str) -> float:
     raise KeyError(f"неизвестный пресет {preset_name!r}")
 
 
+def _in(dtype: str) -> str:
+    """«во float32», но «в bfloat16»: «во» перед «ф»."""
+    return f"во {dtype}" if dtype.startswith("f") else f"в {dtype}"
+
+
 def wall_report_html(
     preset_name: str,
     accelerator: object | None,
@@ -127,7 +132,7 @@ def wall_report_html(
                 lines.append(
                     f"Чтобы упереться в стену здесь, загрузите <b>{wall.name}</b> "
                     f"(≈ {html.escape(format_gib(weights_gib(wall.params, bytes_per_param)))} "
-                    "в float32). Осторожно: скачивание займёт много времени и места, "
+                    f"{_in(dtype)}). Осторожно: скачивание займёт много времени и места, "
                     "можно ограничиться расчётом."
                 )
             else:
@@ -159,7 +164,7 @@ def presets_chart_data(bytes_per_param: float = 4) -> dict[str, dict[str, float]
 
 
 def loaded_model_report(model: object | None, real_preset: str) -> str:
-    """Что показала попытка загрузки в float32 (для ячейки после неё)."""
+    """Что показала попытка загрузки во float32 (для ячейки после неё)."""
     if model is None:
         return (
             "Модель не загрузилась — как и предсказывал расчёт. Памяти видеокарты не хватило "
@@ -176,7 +181,7 @@ def loaded_model_report(model: object | None, real_preset: str) -> str:
     return (
         f"Модель загрузилась: {plural(params, *PARAMETERS)}, типы весов: "
         f"{', '.join(sorted(set(dtypes)))}, {format_gib(bytes_to_gb(size))}. "
-        f"Настоящая {real_preset} в float32 заняла бы {format_gib(real)} — на T4 здесь "
+        f"Настоящая {real_preset} во float32 заняла бы {format_gib(real)} — на T4 здесь "
         "была бы ошибка RESOURCE_EXHAUSTED."
     )
 
