@@ -82,6 +82,21 @@ def test_not_a_list_gets_a_verdict(value, phrase):
     assert phrase in result.message, shown(result)
 
 
+@pytest.mark.parametrize(
+    ("count", "list_of", "needed"),
+    [
+        (10, "из 10 строк", "Нужно 10 строк"),
+        (21, "из 21 строки", "Нужно 21 строка"),
+        (2, "из 2 строк", "Нужно 2 строки"),
+    ],
+)
+def test_expected_count_agrees_with_its_noun(count, list_of, needed):
+    prompts = [f"Prompt {i}" for i in range(count)]
+    single = generation.check_generations("one string", prompts)
+    assert f"нужен список {list_of} — по одной на запрос" in single.message
+    assert needed in generation.check_generations([], prompts).message
+
+
 def test_nine_items_name_the_count():
     result = generation.check_generations(good_generations()[:9])
     assert not result.passed
