@@ -134,6 +134,23 @@ def test_same_prompt_every_time_is_reported():
     result = generation.check_generations(items)
     assert not result.passed
     assert "Генерация №2 начинается с запроса №1" in result.message
+    # Девять одинаковых ошибок сгруппированы: три примера и одна строка о прочих.
+    assert result.message.count("начинается с запроса №1") == 3
+    assert "…и ещё 6 генераций с той же ошибкой." in result.message
+
+
+@pytest.mark.parametrize(
+    ("items", "phrase", "lines"),
+    [
+        (["x"] * 10, "…и ещё 7 генераций с той же ошибкой.", 3),
+        ([3] * 10, "Генерации № 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 — не строки", 1),
+        ([""] * 10, "Генерации № 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 — пустые строки.", 1),
+    ],
+)
+def test_the_same_failure_everywhere_is_grouped(items, phrase, lines):
+    result = generation.check_generations(items)
+    assert phrase in result.message
+    assert len([d for d in result.details if d.startswith("Генераци")]) == lines
 
 
 def test_swapped_order_is_reported():
