@@ -3,7 +3,8 @@
 :func:`check_optimizer` сверяет оптимизатор учащегося с гиперпараметрами
 лабораторной. :func:`accumulation_demo` на крошечной модели показывает, почему
 накопление работает: среднее градиентов восьми микробатчей по одному примеру
-равно градиенту батча из восьми примеров (при средней потере).
+равно градиенту батча из восьми примеров (при средней потере), и :data:`TOKEN_WEIGHTS_NOTE`
+объясняет, когда это верно для языковой модели.
 
 Как это устроено в Keras 3.15 (бэкенд JAX, проверено тестами курса): с
 ``gradient_accumulation_steps=k`` оптимизатор складывает градиенты k микробатчей
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.calling import LearnerProblem
-from feedback.formatting import format_plain, format_scientific, format_significant
+from feedback.formatting import format_plain, format_scientific, format_significant, plural
 from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
 
@@ -51,9 +52,9 @@ KERAS_DEFAULTS = {
     "clipnorm": None,
 }
 
-#: Скорости обучения лабораторных без накопления: 7.5 и задание 1 лабораторной 7.6.
+#: Скорости обучения без накопления: лабораторная 7.5 и эксперимент с батчем 4 в 7.6.
 LR_LAB_7_5 = 5e-5
-LR_LAB_7_6_TASK_1 = 1e-4
+LR_LAB_7_6_BATCH_4 = 1e-4
 
 REL_TOL = 1e-5
 
@@ -62,7 +63,7 @@ _EXPLANATIONS = {
     "beta_1": "память первого момента (среднего градиента)",
     "beta_2": "память второго момента (среднего квадрата градиента); 0.95 — память короче",
     "epsilon": "защита от деления на ноль в знаменателе Adam",
-    "clipnorm": "обрезка градиента по норме: гасит редкие всплески",
+    "clipnorm": "обрезка градиента по норме для каждой переменной отдельно: гасит редкие всплески",
 }
 
 
@@ -182,31 +183,38 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> str | None
             "например learning_rate=" + literal(expected) + "."
         )
     if steps:
-        if _same(got, expected / steps) or _same(got, LR_LAB_7_6_TASK_1):
+        if math.isclose(float(got), expected / math.sqrt(steps), rel_tol=0.02):
+            base = literal(expected / steps)
+            return (
+                f"похоже, вы умножили {base} на √{steps}. Для Adam так часто и начинают "
+                "подбор, это разумно. Но в задании, как в оригинальном курсе, скорость "
+                f"масштабируют линейно: {base} × {steps} = {literal(expected)}."
+            )
+        if _same(got, expected / steps) or _same(got, LR_LAB_7_6_BATCH_4):
             return (
                 f"это скорость обучения без накопления. С gradient_accumulation_steps="
-                f"{steps} эффективный батч в {steps} раз больше, и по правилу линейного "
-                f"масштабирования скорость обучения тоже умножают на {steps}: "
-                f"{literal(expected / steps)} × {steps} = {literal(expected)}. Правило "
-                "приближённое: в своих задачах скорость всё равно стоит подбирать."
+                f"{steps} эффективный батч в {plural(steps, 'раз', 'раза', 'раз')} больше, "
+                "и по правилу линейного масштабирования скорость обучения тоже умножают на "
+                f"{steps}: {literal(expected / steps)} × {steps} = {literal(expected)}. "
+                "Правило приближённое: в своих задачах скорость всё равно стоит подбирать."
             )
         if _same(got, LR_LAB_7_5):
             return (
                 "5e-5 — скорость из лабораторной 7.5. Здесь за основу берётся 1e-4 из "
-                "задания 1, и по правилу линейного масштабирования (эффективный батч "
+                "эксперимента с батчем 4, и по правилу линейного масштабирования (эффективный батч "
                 f"×{steps}) её умножают на {steps}: 1e-4 × {steps} = "
-                f"{literal(LR_LAB_7_6_TASK_1 * steps)}. Поэтому сравнение с 7.5 не совсем "
+                f"{literal(LR_LAB_7_6_BATCH_4 * steps)}. Поэтому сравнение с 7.5 не совсем "
                 "честное: там 5e-5, здесь 8e-4."
             )
-    elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_TASK_1 * 8):
+    elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_BATCH_4 * 8):
         return (
-            f"{literal(got)} подобрана для накопления градиентов ×8 (задание 2 "
+            f"{literal(got)} подобрана для накопления градиентов ×8 (задание "
             f"лабораторной 7.6). Без накопления нужна {literal(expected)}."
         )
-    elif _same(got, LR_LAB_7_5) or _same(got, LR_LAB_7_6_TASK_1):
+    elif _same(got, LR_LAB_7_5) or _same(got, LR_LAB_7_6_BATCH_4):
         return (
             f"{literal(got)} — скорость обучения из другой лабораторной "
-            f"(5e-5 — в 7.5, 1e-4 — в задании 1 лабораторной 7.6); здесь нужна "
+            f"(5e-5 — в 7.5, 1e-4 — в эксперименте с батчем 4 в 7.6); здесь нужна "
             f"{literal(expected)}."
         )
     if _same(got, KERAS_DEFAULTS["learning_rate"]):
@@ -232,8 +240,10 @@ def _accumulation_hint(got: Any, steps: int | None) -> str:
             "накопление градиентов не включено: оптимизатор обновляет веса после каждого "
             "микробатча, и при batch_size=1 эффективный батч равен 1. Добавьте "
             f"gradient_accumulation_steps={steps} в конструктор AdamW: тогда градиенты "
-            f"{steps} микробатчей усредняются и веса обновляются раз в {steps} шагов, "
-            f"как при батче из {steps} примеров, а памяти под активации нужно как для одного."
+            f"{plural(steps, 'микробатча', 'микробатчей', 'микробатчей')} усредняются и веса "
+            f"обновляются раз в {plural(steps, 'шаг', 'шага', 'шагов')}, как при батче из "
+            f"{plural(steps, 'примера', 'примеров', 'примеров')}, а памяти под активации "
+            "нужно как для одного."
         )
     if not steps:
         return (
@@ -308,7 +318,9 @@ def judge_optimizer(
         got = facts.get(name)
         if got is not None:
             hint = (
-                "global_clipnorm обрезает общую норму всех градиентов, а в задании — clipnorm=0.5."
+                "global_clipnorm обрезает общую норму всех градиентов вместе (как "
+                "clip_grad_norm_ в PyTorch), а в задании нужен clipnorm=0.5: он обрезает "
+                "градиент каждой переменной отдельно."
                 if name == "global_clipnorm"
                 else "в задании градиент обрезается только по норме (clipnorm=0.5)."
             )
@@ -343,7 +355,8 @@ def judge_optimizer(
     if steps:
         details.append(
             f"При batch_size=1 эффективный батч: 1 × {steps} = {steps}. Веса обновляются "
-            f"раз в {steps} микробатчей, и optimizer.iterations считает именно обновления."
+            f"раз в {plural(steps, 'микробатч', 'микробатча', 'микробатчей')}, и "
+            "optimizer.iterations считает именно обновления."
         )
     return passed(title, "все параметры оптимизатора совпадают с заданием.", *details)
 
@@ -364,7 +377,7 @@ def check_optimizer(
     ``beta_2=0.95``, ``epsilon=1e-6``, ``clipnorm=0.5``, скоростью обучения
     ``learning_rate`` и ``gradient_accumulation_steps == steps``. ``steps=None`` —
     накопления быть не должно (лабораторная 7.5: ``steps=None, learning_rate=5e-5``;
-    задание 1 лабораторной 7.6: ``steps=None, learning_rate=1e-4``). Каждое неверное
+    эксперимент с батчем 4 в лабораторной 7.6: ``steps=None, learning_rate=1e-4``). Каждое неверное
     значение называется с ожидаемым и полученным.
     """
 
@@ -383,6 +396,21 @@ DEMO_BATCH = 8
 DEMO_FEATURES = 3
 DEMO_UNITS = 2
 DEMO_TOLERANCE = 1e-6
+
+
+#: Когда накопление равно большому батчу и для языковой модели (проверено на Keras 3.15 и
+#: keras-hub 0.32: тест ``test_keras_hub_loss_is_divided_by_positions_not_answer_tokens``).
+TOKEN_WEIGHTS_NOTE = (
+    "Здесь у каждого примера одна потеря и одинаковый вес. У языковой модели потеря "
+    "складывается из потерь токенов ответа, и важно, на что делится их сумма. Keras Hub "
+    "делит её на число позиций в батче (у нас по 400 на пример, включая заполнение — "
+    "padding), поэтому в лабораторной накопление ×8 совпадает с батчем 8, даже когда ответы "
+    "разной длины. Если же потеря микробатча — среднее по его токенам ответа (так бывает в "
+    "самописном цикле на PyTorch с cross_entropy(..., ignore_index=-100) или с loss модели "
+    "Hugging Face), "
+    "накопление равно большому батчу, только когда во всех микробатчах одинаковое число "
+    "таких токенов; иначе токены коротких ответов получают больший вес."
+)
 
 
 def _import_keras() -> Any:
@@ -506,6 +534,7 @@ def show_accumulation_demo() -> None:
             f"отличается от них заметно (до {format_significant(single, 2)}): "
             "он шумнее, поэтому и нужен батч."
         )
+        print(TOKEN_WEIGHTS_NOTE)
     else:
         print(
             f"Наибольшая разница — {shown}, больше ожидаемого {format_scientific(DEMO_TOLERANCE)}. "

@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
-from feedback.calling import LearnerProblem, as_number
+from feedback.calling import LearnerProblem
 from feedback.comparing import FunctionTask, Mistake, is_close, log_uniform
-from feedback.formatting import format_flops, format_number, format_pair, plural
+from feedback.formatting import format_flops, format_number, format_pair, parse_number, plural
 from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
 from feedback.values import describe, revive
@@ -132,37 +133,75 @@ def _scenario_problems(rows: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
+def _given_number(value: Any) -> float | None:
+    """Число из данного столбца (Parameters, Tokens): число или числовая строка."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return parse_number(value)
+    return None
+
+
+def _cell_problem(name: str, value: Any) -> str | None:
+    """Что не так с ячейкой FLOPs, если в ней не число; ``None`` — в ней число."""
+    where = f"«{name}», FLOPs:"
+    if value is Ellipsis:
+        return f"«{name}»: вместо FLOPs осталось «…» — впишите число."
+    if value is None:
+        return f"{where} в ячейке None — впишите число."
+    if isinstance(value, bool):
+        return f"{where} в ячейке логическое значение {value}, а нужно число."
+    if isinstance(value, str):
+        text = f"{where} в ячейке строка {value[:40]!r}, а нужно число."
+        if parse_number(value) is not None:
+            text += " Уберите кавычки: форматировать будем при выводе таблицы."
+        return text
+    if isinstance(value, list | tuple | dict | set):
+        kind = {list: "список", tuple: "кортеж", dict: "словарь", set: "множество"}[type(value)]
+        return f"{where} в ячейке {kind}, а нужно одно число."
+    if not isinstance(value, int | float):
+        kind = type(value).__name__
+        text = f"{where} в ячейке объект типа {kind}, а нужно число."
+        if kind == "function":
+            text += " Похоже, функция не вызвана: нужен её результат, compute_num_flops(P, N)."
+        return text
+    if math.isnan(value):
+        return f"{where} в ячейке NaN («не число»)."
+    if math.isinf(value):
+        return f"{where} в ячейке бесконечность."
+    return None
+
+
 def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[str]:
+    """Ошибки строки: оценивается только FLOPs; Parameters и Tokens даны в задании.
+
+    Данные столбцы могут быть числами или строками («110 млн» — так их мог
+    отформатировать учащийся). Они упоминаются, только чтобы объяснить неверные FLOPs.
+    """
     name = row["Scenario"]
-    problems = []
-    for column, expected in (("Parameters", params), ("Tokens", tokens)):
-        try:
-            value = as_number(row[column])
-        except LearnerProblem as problem:
-            problems.append(f"«{name}», {column}: {problem.headline}")
-            continue
-        if not is_close(value, expected, 1e-3):
-            problems.append(
-                f"«{name}», {column}: ожидалось {format_number(expected)}, "
-                f"получено {format_number(value)}."
-            )
-    if row["FLOPs"] is Ellipsis:
-        problems.append(f"«{name}»: вместо FLOPs осталось «…» — впишите число.")
-        return problems
-    try:
-        got = as_number(row["FLOPs"])
-    except LearnerProblem as problem:
-        return [*problems, f"«{name}», FLOPs: {problem.headline}"]
+    problem = _cell_problem(name, row["FLOPs"])
+    if problem:
+        return [problem]
+    got = float(row["FLOPs"])
     expected = training_flops(params, tokens)
-    if not is_close(got, expected, TABLE_REL_TOL):
-        shown_expected, shown_got = format_pair(expected, got, format_flops)
-        text = f"«{name}», FLOPs: ожидалось {shown_expected}, получено {shown_got}."
-        for mistake in FLOPS_MISTAKES:
-            if is_close(got, mistake.formula(params, tokens), TABLE_REL_TOL):
-                text += f" Подсказка: {mistake.hint}"
-                break
-        problems.append(text)
-    return problems
+    if is_close(got, expected, TABLE_REL_TOL):
+        return []
+    shown_expected, shown_got = format_pair(expected, got, format_flops)
+    text = f"«{name}», FLOPs: ожидалось {shown_expected}, получено {shown_got}."
+    for column, given in (("Parameters", params), ("Tokens", tokens)):
+        value = _given_number(row[column])
+        if value is not None and not is_close(value, given, 1e-3):
+            text += (
+                f" В столбце {column} у вас {format_number(value)}, а в задании "
+                f"{format_number(given)} — проверьте, от чего посчитаны FLOPs."
+            )
+    for mistake in FLOPS_MISTAKES:
+        if is_close(got, mistake.formula(params, tokens), TABLE_REL_TOL):
+            text += f" Подсказка: {mistake.hint}"
+            break
+    return [text]
 
 
 def _judge_final_results(observation: Any) -> CheckResult:
@@ -173,11 +212,8 @@ def _judge_final_results(observation: Any) -> CheckResult:
         if name in by_name:
             problems += _row_problems(by_name[name], params, tokens)
     if problems:
-        return failed(
-            "final_results_data",
-            f"в таблице есть ошибки ({len(problems)}).",
-            *problems,
-        )
+        found = plural(len(problems), "ошибка", "ошибки", "ошибок")
+        return failed("final_results_data", f"в таблице {found}.", *problems)
     return passed("final_results_data", "все четыре сценария на месте, FLOPs верные.")
 
 

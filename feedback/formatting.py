@@ -15,6 +15,8 @@ THOUSANDS_SEP = "\u202f"  # узкий неразрывный пробел: «30
 BYTES_PER_GIB = 1024**3
 _SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 _WORDS = ((1e12, "трлн"), (1e9, "млрд"), (1e6, "млн"))
+#: Формы слова «параметр» для :func:`plural`: «1 параметр», «2 параметра», «5 параметров».
+PARAMETERS = ("параметр", "параметра", "параметров")
 
 
 def bytes_to_gb(num_bytes: float) -> float:
@@ -44,6 +46,11 @@ def format_plain(value: float, decimals: int = 2) -> str:
     sign = "−" if value < 0 and float(text) != 0 else ""
     result = sign + _group_thousands(integer)
     return f"{result},{fraction}" if fraction else result
+
+
+def _whole(value: float) -> str:
+    """Целое число с разделителем тысяч: ``16384 → "16 384"``."""
+    return format_plain(value, 0)
 
 
 def _significant_decimals(value: float, digits: int) -> int:
@@ -79,6 +86,40 @@ def _not_a_number(value: object) -> str | None:
     return None
 
 
+_FROM_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_SCALES = {"тыс": 1e3, "млн": 1e6, "млрд": 1e9, "трлн": 1e12}
+_SPACES = (" ", "\u00a0", THOUSANDS_SEP, "\u2009", "_")
+
+
+def parse_number(text: str) -> float | None:
+    """Число из строки так, как его пишут люди и печатает этот модуль; иначе ``None``.
+
+    Понимает ``"110e6"``, ``"3.3e9"``, ``"3,3 млрд"``, ``"30 000"`` (с любым пробелом
+    между тысячами), ``"2,18·10¹⁸"``, ``"−1,5 млн"``. Нужна там, где число дано
+    учащемуся готовым, а он мог записать его строкой, например отформатировав для
+    таблицы. NaN и бесконечность числом не считаются.
+    """
+    cleaned = str(text).strip().replace("−", "-").replace(",", ".")
+    for space in _SPACES:
+        cleaned = cleaned.replace(space, "")
+    scale = 1.0
+    for word, factor in _SCALES.items():
+        if cleaned.endswith(word):
+            cleaned, scale = cleaned[: -len(word)], factor
+            break
+    for times in ("·10", "×10", "*10"):
+        if times in cleaned:
+            mantissa, _, power = cleaned.partition(times)
+            power = power.lstrip("^").lstrip("*").translate(_FROM_SUPERSCRIPTS)
+            cleaned = f"{mantissa or 1}e{power}"
+            break
+    try:
+        number = float(cleaned) * scale
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def format_scientific(value: float, digits: int = 3) -> str:
     """Научная запись по-русски: ``2.178e18 → "2,18·10¹⁸"``."""
     if (text := _not_a_number(value)) is not None:
@@ -107,23 +148,58 @@ def format_number(value: float, digits: int = 3) -> str:
         return "0"
     if size >= 1e15 or size < 1e-4:
         return format_scientific(value, digits)
+    # Округление может перейти в следующий разряд: 999 885 952 → «1 млрд», а не «1000 млн».
+    shown_size = float(f"{size:.{digits}g}") if size >= 1e6 else size
     for scale, word in _WORDS:
-        if size >= scale:
+        if shown_size >= scale:
             return f"{format_significant(value / scale, digits)} {word}"
     if value == int(value):
         return format_plain(value, 0)
     return format_significant(value, digits)
 
 
-def plural(count: int, one: str, few: str, many: str) -> str:
-    """Число со словом в нужной форме: «1 случай», «3 случая», «110 464 параметров»."""
+def plural_form(shown: str, one: str, few: str, many: str) -> str:
+    """Форма слова, которая согласуется с числом так, как оно напечатано.
+
+    Смотрит на текст числа, а не на само значение: «2,0» напечатано как «2» — значит,
+    «2 раза». Целые — по последним цифрам: «1 случай», «2 случая», «5 случаев»,
+    «11 случаев», «21 случай», «22 случая», «111 случаев». Дробное число требует
+    родительного падежа единственного числа, который совпадает с формой ``few``:
+    «1,5 раза», «0,5 балла», «2,5 токена». После «млн», «млрд», «трлн» и степени
+    десяти слово всегда во множественном числе: «1 млрд параметров», «10¹⁸ операций».
+    """
+    text = shown.strip()
+    if any(word in text for _, word in _WORDS) or "·10" in text:
+        return many
+    if "," in text or "." in text:
+        return few
+    digits = "".join(ch for ch in text if ch.isdigit())
+    if not digits:
+        return many
+    count = int(digits[-3:])
     if count % 10 == 1 and count % 100 != 11:
-        word = one
-    elif 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
-        word = few
-    else:
-        word = many
-    return f"{format_number(count)} {word}"
+        return one
+    if 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
+        return few
+    return many
+
+
+def plural(
+    value: float,
+    one: str,
+    few: str,
+    many: str,
+    formatter: Callable[[float], str] = format_number,
+) -> str:
+    """Число со словом в нужной форме: «1 случай», «3 случая», «110 464 параметра».
+
+    Число печатает ``formatter`` (по умолчанию :func:`format_number`), а форму слова
+    выбирает :func:`plural_form` по напечатанному: «1,5 раза», «3,88 млрд параметров».
+    Формы — в том падеже, который нужен во фразе: ``one`` для 1 и 21, ``few`` для 2–4
+    и дробных, ``many`` для 5–20 и 0.
+    """
+    shown = formatter(value)
+    return f"{shown} {plural_form(shown, one, few, many)}"
 
 
 def format_flops(flops: float, digits: int = 3) -> str:
@@ -143,7 +219,7 @@ def format_gib(gib: float, digits: int = 3) -> str:
     shown = format_significant(gib, digits) if abs(gib) < 1e6 else format_number(gib, digits)
     text = f"{shown} ГиБ"
     if 0 < abs(gib) < 0.01:
-        text += f" ({format_plain(gib * BYTES_PER_GIB, 0)} байт)"
+        text += f" ({plural(gib * BYTES_PER_GIB, 'байт', 'байта', 'байт', _whole)})"
     return text
 
 

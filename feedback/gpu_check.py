@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from feedback.formatting import bytes_to_gb, format_gib, format_number, format_plain
+from feedback.formatting import bytes_to_gb, format_gib, format_number, format_plain, plural
 from feedback.tiny_gemma import BACKBONE_CONFIG
 
 #: Конфигурации Gemma 3 (текстовые) для keras_hub.models.Gemma3Backbone. Переключатели
@@ -162,6 +162,10 @@ def run(config_name: str, steps: int, accumulation: int, seq_len: int, rank: int
     }
 
 
+def _two_decimals(value: float) -> str:
+    return format_plain(value, 2)
+
+
 def report(result: dict) -> str:
     """Текстовый отчёт: замеры рядом с оценкой лабораторной 7.4."""
     lines = [
@@ -184,7 +188,8 @@ def report(result: dict) -> str:
         measured = bytes_to_gb(peak)
         lines.append(
             f"Пиковая память GPU (замер): {format_gib(measured)} — "
-            f"в {format_plain(measured / estimate.total, 2)} раза больше оценки: формула "
+            f"в {plural(measured / estimate.total, 'раз', 'раза', 'раз', _two_decimals)} "
+            "больше оценки: формула "
             "лабораторной 7.4 занижает активации и не учитывает временные буферы XLA."
         )
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Заметные предупреждения для блокнотов: HTML в Jupyter, рамка из символов в терминале."""
+"""Заметные предупреждения для тетрадок: HTML в Jupyter, рамка из символов в терминале."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _in_notebook() -> bool:
 
 
 def show_notice(title: str, body: str, level: str = "warning") -> None:
-    """Показывает предупреждение: в блокноте — цветной блок, иначе — текст в рамке."""
+    """Показывает предупреждение: в тетрадке — цветной блок, иначе — текст в рамке."""
     if _in_notebook():
         from IPython.display import display
 

@@ -2,9 +2,9 @@
 
 Проверки смотрят на сами переменные модели, а не только на её политику точности
 (``dtype_policy``): модель с политикой ``mixed_bfloat16`` считает в bfloat16, но
-хранит веса в float32 и памяти не экономит.
+хранит веса во float32 и памяти не экономит.
 
-Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) в float32 даже у
+Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) во float32 даже у
 модели в bfloat16 — так задумано: маленькие обучаемые матрицы хранят в полной
 точности, чтобы небольшие обновления не терялись при округлении. Проверка это
 допускает и говорит об этом.
@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.calling import LearnerProblem
-from feedback.formatting import format_gib, format_number, format_significant, plural
+from feedback.formatting import (
+    PARAMETERS,
+    format_gib,
+    format_number,
+    format_significant,
+    plural,
+)
 from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
 from feedback.values import describe, revive
@@ -190,9 +196,6 @@ def parameter_counts(model: Any) -> tuple[int, int]:
     return trainable, total
 
 
-_PARAMETERS = ("параметр", "параметра", "параметров")
-
-
 def _share(part: int, whole: int) -> str:
     if not whole:
         return "0 %"
@@ -291,12 +294,12 @@ def judge_bfloat16(facts: dict[str, Any]) -> CheckResult:
         if policy and str(policy).startswith("mixed_"):
             details.append(
                 f"Подсказка: политика {policy} — это смешанная точность: вычисления идут "
-                "в 16 битах, а веса хранятся в float32 (4 байта на параметр), так что "
+                "в 16 битах, а веса хранятся во float32 (4 байта на параметр), так что "
                 'памяти под веса она не экономит. Загрузите модель с dtype="bfloat16".'
             )
         elif "float32" in found:
             details.append(
-                "Подсказка: по умолчанию from_preset загружает веса в float32 — 4 байта на "
+                "Подсказка: по умолчанию from_preset загружает веса во float32 — 4 байта на "
                 'параметр вместо 2. Загрузите модель заново с dtype="bfloat16": '
                 'Gemma3CausalLM.from_preset(..., dtype="bfloat16").'
             )
@@ -313,14 +316,14 @@ def judge_bfloat16(facts: dict[str, Any]) -> CheckResult:
         return failed(title, "у модели нет весов основной сети.")
 
     details.append(
-        f"Веса основной сети: {plural(sum(v.size for v in main), *_PARAMETERS)} × "
+        f"Веса основной сети: {plural(sum(v.size for v in main), *PARAMETERS)} × "
         f"2 байта ≈ {format_gib(_memory(main) / 1024**3)}."
     )
     if lora:
         lora_types = ", ".join(sorted({v.dtype for v in lora}))
         details.append(
             f"Матрицы LoRA ({format_number(len(lora))} шт., "
-            f"{plural(sum(v.size for v in lora), *_PARAMETERS)}) хранятся в "
+            f"{plural(sum(v.size for v in lora), *PARAMETERS)}) хранятся в "
             f"{lora_types} — так задумано в Keras: маленькие обучаемые матрицы держат в "
             "полной точности, чтобы небольшие обновления не терялись при округлении."
         )
@@ -340,7 +343,7 @@ def check_bfloat16(model: Any) -> CheckResult:
     """Проверяет, что веса основной сети действительно хранятся в bfloat16.
 
     Смотрит тип каждой переменной ``model.backbone.weights``, а не только политику
-    точности. Матрицы LoRA (``lora_kernel_a/b``) в float32 допустимы: так их
+    точности. Матрицы LoRA (``lora_kernel_a/b``) во float32 допустимы: так их
     хранит Keras. При ошибке называет найденный тип и несколько переменных не в
     bfloat16.
     """
@@ -446,7 +449,7 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
             title,
             "кроме матриц LoRA обучаются и другие веса.",
             f"Лишних обучаемых переменных: {format_number(len(extra))} "
-            f"({plural(extra_params, *_PARAMETERS)}), например: "
+            f"({plural(extra_params, *PARAMETERS)}), например: "
             f"{_list_paths([v.path for v in extra])}.",
             counts,
             "Подсказка: enable_lora замораживает всю модель, кроме адаптеров. Похоже, "
@@ -494,7 +497,7 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
 
 #: Типы весов, которые принимает ``from_preset(..., dtype=…)``, и байты на параметр.
 LOADABLE_DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
-#: Политики смешанной точности: считают в 16 битах, но веса хранят в float32.
+#: Политики смешанной точности: считают в 16 битах, но веса хранят во float32.
 MIXED_POLICIES = {"mixed_float16", "mixed_bfloat16"}
 WEIGHTS_DTYPE_TITLE = "Тип весов для загрузки"
 
@@ -527,7 +530,8 @@ def _judge_weights_dtype(observation: Any) -> CheckResult:
     if choice in ("float32", "float64"):
         return failed(
             title,
-            f"{choice} — {LOADABLE_DTYPES[choice]} байта на параметр: веса Gemma-4B займут "
+            f"{choice} — {plural(LOADABLE_DTYPES[choice], 'байт', 'байта', 'байт')} на параметр: "
+            "веса Gemma-4B займут "
             f"≈ {format_gib(3_880_099_328 * LOADABLE_DTYPES[choice] / 1024**3)} и не "
             "поместятся в T4 (лабораторная 7.3).",
             "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32.",

@@ -5,6 +5,9 @@
 получит на найденной видеокарте, и, если карта большая, подсказывается, какая модель
 упрётся в стену на ней.
 
+Здесь же задание лабораторной: учащийся сам считает память под веса во float32
+(:func:`check_weights_memory`), прежде чем увидеть сводку.
+
 Сколько памяти «реально получит» — решает только :mod:`feedback.xla_memory`: предел из
 JAX уже включает долю ``XLA_PYTHON_CLIENT_MEM_FRACTION``, и здесь на неё больше ничего
 не умножается.
@@ -16,8 +19,13 @@ import html
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from feedback.formatting import bytes_to_gb, format_gib, format_number
+from feedback.calling import LearnerProblem
+from feedback.formatting import PARAMETERS, bytes_to_gb, format_gib, format_pair, plural
+from feedback.graded import GradedCheck, graded_check
+from feedback.result import CheckResult, failed, passed
+from feedback.values import describe, revive
 from feedback.xla_memory import T4_TOTAL_BYTES, UsableMemory, usable_memory, xla_memory_settings
 
 
@@ -75,6 +83,11 @@ def params_of(preset_name: str) -> float:
     raise KeyError(f"неизвестный пресет {preset_name!r}")
 
 
+def _in(dtype: str) -> str:
+    """«во float32», но «в bfloat16»: «во» перед «ф»."""
+    return f"во {dtype}" if dtype.startswith("f") else f"в {dtype}"
+
+
 def wall_report_html(
     preset_name: str,
     accelerator: object | None,
@@ -87,11 +100,12 @@ def wall_report_html(
     ``describe()`` и ``usable(env)``.
     """
     need = weights_gib(params_of(preset_name), bytes_per_param)
-    dtype = {4: "float32", 2: "bfloat16"}.get(bytes_per_param, f"{bytes_per_param} байт")
+    dtype = {4: "float32", 2: "bfloat16"}.get(bytes_per_param, f"{8 * bytes_per_param:g} бит")
     lines = [
         f"Модель <b>{html.escape(preset_name)}</b>: "
-        f"{format_number(params_of(preset_name))} параметров × {format_number(bytes_per_param)} "
-        f"байта ({dtype}) = <b>{html.escape(format_gib(need))}</b> только на веса."
+        f"{plural(params_of(preset_name), *PARAMETERS)} × "
+        f"{plural(bytes_per_param, 'байт', 'байта', 'байт')} ({dtype}) = "
+        f"<b>{html.escape(format_gib(need))}</b> только на веса."
     ]
     usable = accelerator.usable(env) if accelerator is not None else None
     if usable is None:
@@ -118,7 +132,7 @@ def wall_report_html(
                 lines.append(
                     f"Чтобы упереться в стену здесь, загрузите <b>{wall.name}</b> "
                     f"(≈ {html.escape(format_gib(weights_gib(wall.params, bytes_per_param)))} "
-                    "в float32). Осторожно: скачивание займёт много времени и места, "
+                    f"{_in(dtype)}). Осторожно: скачивание займёт много времени и места, "
                     "можно ограничиться расчётом."
                 )
             else:
@@ -150,7 +164,7 @@ def presets_chart_data(bytes_per_param: float = 4) -> dict[str, dict[str, float]
 
 
 def loaded_model_report(model: object | None, real_preset: str) -> str:
-    """Что показала попытка загрузки в float32 (для ячейки после неё)."""
+    """Что показала попытка загрузки во float32 (для ячейки после неё)."""
     if model is None:
         return (
             "Модель не загрузилась — как и предсказывал расчёт. Памяти видеокарты не хватило "
@@ -165,12 +179,118 @@ def loaded_model_report(model: object | None, real_preset: str) -> str:
     size = sum(n * _bytes_of(dtype) for n, dtype in zip(counts, dtypes, strict=True))
     real = weights_gib(params_of(real_preset), 4)
     return (
-        f"Модель загрузилась: {format_number(params)} параметров, типы весов: "
+        f"Модель загрузилась: {plural(params, *PARAMETERS)}, типы весов: "
         f"{', '.join(sorted(set(dtypes)))}, {format_gib(bytes_to_gb(size))}. "
-        f"Настоящая {real_preset} в float32 заняла бы {format_gib(real)} — на T4 здесь "
+        f"Настоящая {real_preset} во float32 заняла бы {format_gib(real)} — на T4 здесь "
         "была бы ошибка RESOURCE_EXHAUSTED."
     )
 
 
 def _bytes_of(dtype: str) -> int:
     return {"float32": 4, "bfloat16": 2, "float16": 2, "int32": 4, "int8": 1}.get(dtype, 4)
+
+
+# --------------------------------------------------------------------------- задание
+
+
+#: Задание лабораторной 7.3: память под веса Gemma-4B во float32, ГиБ.
+GEMMA_4B_PARAMS = 3_880_099_328
+WEIGHTS_TITLE = "weights_gib_float32"
+#: Допуск: ответ, округлённый до 14,5 или 14,45 ГиБ, принимается.
+WEIGHTS_REL_TOL = 1e-2
+
+
+def _weights_mistakes(param_count: float, bytes_per_param: float) -> tuple[tuple[float, str], ...]:
+    """Что получилось бы при типичной ошибке и подсказка к ней."""
+    in_bytes = param_count * bytes_per_param
+    return (
+        (in_bytes, "это байты, а нужны ГиБ: разделите на 1024³."),
+        (
+            in_bytes / 1e9,
+            "вы разделили на 10⁹ — это ГБ. Нужны ГиБ: делите на 1024³ = 1 073 741 824 "
+            "(разница около 7 %).",
+        ),
+        (in_bytes / 1024**2, "получились МиБ: делите на 1024³, а не на 1024²."),
+        (
+            weights_gib(param_count, 2),
+            "это веса в bfloat16 (2 байта на параметр). Во float32 каждый параметр "
+            "занимает 4 байта.",
+        ),
+        (
+            weights_gib(param_count, 8 * bytes_per_param),
+            "вы умножили на 32 — это биты. В байте 8 бит, поэтому float32 — 4 байта.",
+        ),
+        (
+            weights_gib(param_count, 1),
+            "забыт множитель: каждый параметр во float32 занимает 4 байта.",
+        ),
+        (
+            weights_gib(4e9, bytes_per_param),
+            "это для круглых 4 млрд параметров. Возьмите точное число параметров "
+            "пресета — GEMMA_4B_PARAMS.",
+        ),
+    )
+
+
+def _observe_weights(
+    value: Any, param_count: float = GEMMA_4B_PARAMS, bytes_per_param: float = 4
+) -> Any:
+    return describe(value)
+
+
+def _as_gib(value: Any) -> float:
+    """Ответ учащегося как число или русский вердикт о том, почему это не число."""
+    if value is Ellipsis:
+        raise LearnerProblem(
+            "значение ещё не заполнено: в weights_gib_float32 осталось «…».",
+            "Замените «…» выражением, которое считает память под веса в ГиБ.",
+        )
+    if value is None:
+        raise LearnerProblem("в weights_gib_float32 записано None, а нужно число ГиБ.")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = f"строка {value[:40]!r}" if isinstance(value, str) else type(value).__name__
+        raise LearnerProblem(
+            f"в weights_gib_float32 записано не число ({kind}).",
+            "Запишите само число ГиБ, без кавычек и единиц: форматировать будем при выводе.",
+        )
+    if not math.isfinite(value):
+        raise LearnerProblem("в weights_gib_float32 не конечное число (NaN или бесконечность).")
+    return float(value)
+
+
+def judge_weights_memory(
+    observation: Any, param_count: float = GEMMA_4B_PARAMS, bytes_per_param: float = 4
+) -> CheckResult:
+    """Вердикт: совпадает ли число с P · b / 1024³ (с точностью до 1 %)."""
+    got = _as_gib(revive(observation))
+    expected = weights_gib(param_count, bytes_per_param)
+    if math.isclose(got, expected, rel_tol=WEIGHTS_REL_TOL):
+        return passed(
+            WEIGHTS_TITLE,
+            f"верно: {plural(param_count, *PARAMETERS)} × "
+            f"{plural(bytes_per_param, 'байт', 'байта', 'байт')} / 1024³ ≈ {format_gib(expected)}.",
+        )
+    shown_expected, shown_got = format_pair(expected, got, format_gib)
+    details = [f"Ожидалось: {shown_expected}", f"Получено: {shown_got}"]
+    for wrong, hint in _weights_mistakes(param_count, bytes_per_param):
+        if math.isclose(got, wrong, rel_tol=WEIGHTS_REL_TOL):
+            details.append(f"Подсказка: {hint}")
+            break
+    return failed(WEIGHTS_TITLE, "ответ неверный.", *details)
+
+
+WEIGHTS_MEMORY = GradedCheck(
+    "wall.check_weights_memory", WEIGHTS_TITLE, _observe_weights, judge_weights_memory
+)
+
+
+@graded_check(WEIGHTS_MEMORY)
+def check_weights_memory(
+    weights_gib_float32: Any, param_count: float = GEMMA_4B_PARAMS, bytes_per_param: float = 4
+) -> CheckResult:
+    """Проверяет задание 7.3: память под веса Gemma-4B во float32 в ГиБ.
+
+    Ответ — число: ``param_count`` параметров по ``bytes_per_param`` байта, делённое на
+    1024³. Округлённый ответ (14,5 ГиБ) принимается; типичные ошибки (байты, ГБ вместо
+    ГиБ, 2 байта вместо 4, круглые 4 млрд) получают свою подсказку.
+    """

@@ -92,6 +92,39 @@ def test_unscaled_learning_rate_gets_the_scaling_rule(keras, rate):
     assert "линейного масштабирования" in result.message and "1e-4 × 8 = 8e-4" in result.message
 
 
+@pytest.mark.parametrize("rate", [2.83e-4, 2.8e-4, 1e-4 * 8**0.5])
+def test_square_root_scaling_is_recognised_but_the_lab_rule_is_linear(keras, rate):
+    result = accumulation.check_optimizer(adamw(keras, learning_rate=rate))
+    assert not result.passed
+    assert "√8" in result.message and "Для Adam так часто и начинают" in result.message
+    assert "1e-4 × 8 = 8e-4" in result.message
+
+
+@pytest.mark.parametrize(
+    ("steps", "phrases"),
+    [
+        (2, ["раз в 2 шага", "из 2 примеров", "градиенты 2 микробатчей"]),
+        (5, ["раз в 5 шагов", "из 5 примеров", "градиенты 5 микробатчей"]),
+        (21, ["раз в 21 шаг", "из 21 примера", "градиенты 21 микробатча"]),
+    ],
+)
+def test_accumulation_hint_agrees_with_the_number_of_steps(keras, steps, phrases):
+    result = accumulation.check_optimizer(
+        adamw(keras, gradient_accumulation_steps=...), steps=steps, learning_rate=8e-4
+    )
+    for phrase in phrases:
+        assert phrase in result.message
+
+
+@pytest.mark.parametrize(
+    ("steps", "phrase"), [(2, "раз в 2 микробатча"), (5, "раз в 5 микробатчей")]
+)
+def test_passed_verdict_agrees_with_the_number_of_steps(keras, steps, phrase):
+    optimizer = adamw(keras, gradient_accumulation_steps=steps)
+    result = accumulation.check_optimizer(optimizer, steps=steps, learning_rate=8e-4)
+    assert result.passed and phrase in result.message
+
+
 def test_scaled_learning_rate_without_accumulation(keras):
     optimizer = adamw(keras, gradient_accumulation_steps=...)
     result = accumulation.check_optimizer(optimizer, steps=None, learning_rate=1e-4)
@@ -237,6 +270,22 @@ def test_clipnorm_applies_to_the_averaged_gradient(keras, xy):
     np.testing.assert_allclose(weights, -1e-3 * gradient / np.linalg.norm(gradient), rtol=1e-4)
 
 
+def test_clipnorm_clips_each_variable_separately(keras):
+    """Так написано в таблице лабораторной 7.5: градиенты 3 и 4 при clipnorm=1 — оба 1.
+
+    global_clipnorm, наоборот, режет общую норму: √(3² + 4²) = 5 → обе доли делятся на 5.
+    """
+
+    def step(**clipping):
+        variables = [keras.Variable([0.0]), keras.Variable([0.0])]
+        optimizer = keras.optimizers.SGD(learning_rate=1.0, **clipping)
+        optimizer.apply_gradients(zip([np.array([3.0]), np.array([4.0])], variables, strict=True))
+        return [-float(np.asarray(v.value)[0]) for v in variables]  # шаг = −обрезанный градиент
+
+    np.testing.assert_allclose(step(clipnorm=1.0), [1.0, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(step(global_clipnorm=1.0), [0.6, 0.8], rtol=1e-6)
+
+
 def test_learning_rate_schedule_sees_micro_steps(keras, xy):
     class FirstTwoSteps(keras.optimizers.schedules.LearningRateSchedule):
         """Скорость 1 на шагах 0 и 1, дальше 0."""
@@ -283,3 +332,59 @@ def test_show_accumulation_demo_prints_a_russian_conclusion(keras, capsys):
     out = capsys.readouterr().out
     assert "Наибольшая разница" in out and "совпадает с градиентом батча из восьми" in out
     assert "kernel[0, 0]" in out
+
+
+def test_demo_conclusion_says_when_it_holds_for_a_language_model(keras, capsys):
+    accumulation.show_accumulation_demo()
+    out = capsys.readouterr().out
+    assert "делит её на число позиций" in out
+    assert "одинаковое число таких токенов" in out
+
+
+# --------------------------------------------------------------------------- keras-hub
+
+
+def test_keras_hub_loss_is_divided_by_positions_not_answer_tokens(keras):
+    """Факт для текста лабораторной 7.6 и :data:`accumulation.TOKEN_WEIGHTS_NOTE`.
+
+    Два примера с ответами очень разной длины: потеря и градиент батча из двух равны
+    среднему потерь и градиентов по одному примеру. Будь потеря средним по токенам
+    ответа, короткий ответ весил бы в батче меньше, чем в своём микробатче.
+    """
+    pytest.importorskip("keras_hub", reason="нужен keras_hub (pip install -e '.[tiny]')")
+    import jax
+    import keras_hub
+
+    from feedback.tiny_gemma import tiny_preset_path
+
+    model = keras_hub.models.Gemma3CausalLM.from_preset(str(tiny_preset_path()), dtype="float32")
+    model.preprocessor.sequence_length = 64
+    model.compile(optimizer="adam")
+    x, y, weights = model.preprocessor(
+        {
+            "prompts": ["<start_of_turn>user\nWhat is A?<end_of_turn>\n"] * 2,
+            "responses": [
+                "<start_of_turn>model\nshort<end_of_turn>",
+                "<start_of_turn>model\n" + "a much longer answer " * 8 + "<end_of_turn>",
+            ],
+        }
+    )
+    answer_tokens = np.asarray(weights).sum(axis=1)
+    assert answer_tokens[1] > 3 * answer_tokens[0]
+    trainable = [v.value for v in model.trainable_variables]
+    frozen = [v.value for v in model.non_trainable_variables]
+
+    def loss(trainable, x, y, weights):
+        # Та же функция, что дифференцирует model.fit; dropout у Gemma нет, так что
+        # training=False считает ту же потерю (а оптимизатору не нужны его переменные).
+        value, _ = model.compute_loss_and_updates(trainable, frozen, [], x, y, weights)
+        return value
+
+    def one(tree, i):
+        return jax.tree_util.tree_map(lambda array: array[i : i + 1], tree)
+
+    batch = jax.value_and_grad(loss)(trainable, x, y, weights)
+    micro = [jax.value_and_grad(loss)(trainable, *one((x, y, weights), i)) for i in range(2)]
+    np.testing.assert_allclose(batch[0], (micro[0][0] + micro[1][0]) / 2, rtol=1e-5)
+    for full, first, second in zip(batch[1], micro[0][1], micro[1][1], strict=True):
+        np.testing.assert_allclose(full, (first + second) / 2, rtol=1e-4, atol=1e-7)

@@ -82,6 +82,21 @@ def test_not_a_list_gets_a_verdict(value, phrase):
     assert phrase in result.message, shown(result)
 
 
+@pytest.mark.parametrize(
+    ("count", "list_of", "needed"),
+    [
+        (10, "из 10 строк", "Нужно 10 строк"),
+        (21, "из 21 строки", "Нужно 21 строка"),
+        (2, "из 2 строк", "Нужно 2 строки"),
+    ],
+)
+def test_expected_count_agrees_with_its_noun(count, list_of, needed):
+    prompts = [f"Prompt {i}" for i in range(count)]
+    single = generation.check_generations("one string", prompts)
+    assert f"нужен список {list_of} — по одной на запрос" in single.message
+    assert needed in generation.check_generations([], prompts).message
+
+
 def test_nine_items_name_the_count():
     result = generation.check_generations(good_generations()[:9])
     assert not result.passed
@@ -119,6 +134,23 @@ def test_same_prompt_every_time_is_reported():
     result = generation.check_generations(items)
     assert not result.passed
     assert "Генерация №2 начинается с запроса №1" in result.message
+    # Девять одинаковых ошибок сгруппированы: три примера и одна строка о прочих.
+    assert result.message.count("начинается с запроса №1") == 3
+    assert "…и ещё 6 генераций с той же ошибкой." in result.message
+
+
+@pytest.mark.parametrize(
+    ("items", "phrase", "lines"),
+    [
+        (["x"] * 10, "…и ещё 7 генераций с той же ошибкой.", 3),
+        ([3] * 10, "Генерации № 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 — не строки", 1),
+        ([""] * 10, "Генерации № 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 — пустые строки.", 1),
+    ],
+)
+def test_the_same_failure_everywhere_is_grouped(items, phrase, lines):
+    result = generation.check_generations(items)
+    assert phrase in result.message
+    assert len([d for d in result.details if d.startswith("Генераци")]) == lines
 
 
 def test_swapped_order_is_reported():
@@ -174,9 +206,10 @@ def test_check_never_raises_on_odd_input():
         (0, "Duration: 0.00 seconds"),
         (12_340_000_000, "Duration: 12.34 seconds"),
         (59_990_000_000, "Duration: 59.99 seconds"),
-        (59_999_000_000, "Duration: 1 minutes 0.00 seconds"),
-        (60_000_000_000, "Duration: 1 minutes 0.00 seconds"),
-        (83_456_000_000, "Duration: 1 minutes 23.46 seconds"),
+        (59_999_000_000, "Duration: 1 minute 0.00 seconds"),
+        (60_000_000_000, "Duration: 1 minute 0.00 seconds"),
+        (83_456_000_000, "Duration: 1 minute 23.46 seconds"),
+        (120_000_000_000, "Duration: 2 minutes 0.00 seconds"),
         (725_500_000_000, "Duration: 12 minutes 5.50 seconds"),
     ],
 )
@@ -201,6 +234,25 @@ def test_timer_separates_first_call():
     assert "вызовов ещё не было" in generation.GenerationTimer().summary()
 
 
+@pytest.mark.parametrize(
+    ("first", "rest", "tokens", "ratio", "speed"),
+    [
+        (5.0, 1.0, 21, "в 5 раз", "21 токен в секунду"),
+        (2.5, 1.0, 22, "в 2,5 раза", "22 токена в секунду"),
+        (8.0, 1.0, 25, "в 8 раз", "25 токенов в секунду"),
+        (111.0, 1.0, 111, "в 111 раз", "111 токенов в секунду"),
+        (44.0, 2.0, 3, "в 22 раза", "1,5 токена в секунду"),
+    ],
+)
+def test_summary_agrees_numbers_with_words(first, rest, tokens, ratio, speed):
+    timer = generation.GenerationTimer(name="Gemma-1B")
+    timer.record("a", "a b", first, 10, compiled=True, steps=10)
+    timer.record("a", "a b", rest, 10, steps=tokens)
+    summary = timer.summary()
+    assert f"первый медленнее примерно {ratio}." in summary
+    assert f"Скорость без компиляции: {speed}" in summary
+
+
 def test_speed_counts_the_tokens_the_model_computed():
     """Запрос дополнен до 16 токенов: модель вычисляет 16 − 5 + 10 = 21 токен, в ответ — 10."""
     timer = generation.GenerationTimer(name="Gemma-1B")
@@ -211,7 +263,8 @@ def test_speed_counts_the_tokens_the_model_computed():
     assert timer.warm_tokens_per_second == pytest.approx(42)
     assert timer.warm_answer_tokens_per_second == pytest.approx(20)
     summary = timer.summary()
-    assert "42 токенов в секунду" in summary and "В ответ из них попадает 20" in summary
+    assert "42 токена в секунду" in summary
+    assert "В ответ из них попадает 20 токенов в секунду" in summary
     assert "кратной 16" in summary
     assert "<th>Вычислено токенов</th>" in timer._repr_html_()
 

@@ -40,7 +40,7 @@ def test_unknown_attribute_raises_attribute_error():
 
 
 class FakeModel:
-    """Модель, которая «генерирует» подсказку плюс номер вызова."""
+    """Модель, которая «генерирует» запрос плюс номер вызова."""
 
     def __init__(self):
         self.calls = []

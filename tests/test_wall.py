@@ -82,17 +82,100 @@ def test_chart_data_lists_every_preset():
     assert data["gemma3_1b"]["Веса"] == pytest.approx(3.725, abs=1e-3)
 
 
+class Weight:
+    def __init__(self, shape, dtype="float32"):
+        self.shape, self.dtype = shape, dtype
+
+
+class Model:
+    def __init__(self, *shapes):
+        self.weights = [Weight(shape) for shape in shapes]
+
+
 def test_loaded_model_report_counts_weights():
-    class Weight:
-        def __init__(self, shape, dtype):
-            self.shape, self.dtype = shape, dtype
-
-    class Model:
-        def __init__(self):
-            self.weights = [Weight((1024, 256), "float32"), Weight((256,), "float32")]
-
-    text = wall.loaded_model_report(Model(), "gemma3_4b_text")
+    text = wall.loaded_model_report(Model((1024, 256), (256,)), "gemma3_4b_text")
     assert "262\u202f400 параметров" in text and "float32" in text
     assert "14,5 ГиБ" in text
     failed = wall.loaded_model_report(None, "gemma3_4b_text")
     assert "не загрузилась" in failed and "даже не скачивались" in failed
+
+
+@pytest.mark.parametrize(
+    ("shapes", "phrase"),
+    [
+        (((110, 1004), (4,)), "110\u202f444 параметра"),
+        (((10, 2), (1,)), "21 параметр"),
+        (((1000, 1000),), "1 млн параметров"),
+    ],
+)
+def test_loaded_model_report_agrees_the_count_with_its_noun(shapes, phrase):
+    assert f"Модель загрузилась: {phrase}," in wall.loaded_model_report(Model(*shapes), "gemma3_1b")
+
+
+def test_report_names_parameters_and_bytes_in_agreement():
+    html = wall.wall_report_html("gemma3_4b_text", t4(), 2, FRACTION_09)
+    assert "3,88 млрд параметров × 2 байта (bfloat16)" in html
+    html = wall.wall_report_html("gemma3_1b", t4(), 1, FRACTION_09)
+    assert "1 млрд параметров × 1 байт" in html
+
+
+# --------------------------------------------------------------------------- задание
+
+
+GIB = 1024**3
+EXACT = 3_880_099_328 * 4 / GIB
+
+
+@pytest.mark.parametrize("answer", [EXACT, 14.45, 14.5, 14.454])
+def test_weights_memory_right_and_rounded_answers_pass(answer):
+    result = wall.check_weights_memory(answer)
+    assert result.passed, result.message
+    assert "3,88 млрд параметров × 4 байта / 1024³ ≈ 14,5 ГиБ" in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (3_880_099_328 * 4, "это байты"),
+        (3_880_099_328 * 4 / 1e9, "это ГБ"),
+        (3_880_099_328 * 4 / 1024**2, "получились МиБ"),
+        (3_880_099_328 * 2 / GIB, "веса в bfloat16"),
+        (3_880_099_328 * 32 / GIB, "это биты"),
+        (3_880_099_328 / GIB, "забыт множитель"),
+        (4e9 * 4 / GIB, "для круглых 4 млрд"),
+    ],
+)
+def test_weights_memory_typical_mistakes_get_their_hint(answer, hint):
+    result = wall.check_weights_memory(answer)
+    assert not result.passed
+    assert "Ожидалось: 14,5" in result.message and hint in result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        (..., "ещё не заполнено"),
+        (None, "записано None"),
+        ("14,5 ГиБ", "не число (строка '14,5 ГиБ')"),
+        (True, "не число (bool)"),
+        ([14.45], "не число (list)"),
+        (float("nan"), "не конечное число"),
+    ],
+)
+def test_weights_memory_non_numbers_get_a_russian_verdict(answer, verdict):
+    result = wall.check_weights_memory(answer)
+    assert not result.passed and verdict in result.message
+    assert "Traceback" not in result.message
+
+
+def test_weights_memory_for_other_parameters_from_the_test_cell():
+    assert wall.check_weights_memory(1.0, param_count=GIB / 2, bytes_per_param=2).passed
+    assert not wall.check_weights_memory(EXACT, param_count=GIB / 2, bytes_per_param=2).passed
+
+
+def test_weights_memory_strict_mode_raises(monkeypatch):
+    from feedback import CheckFailed
+
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    with pytest.raises(CheckFailed):
+        wall.check_weights_memory(...)

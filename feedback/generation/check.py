@@ -41,7 +41,8 @@ def _as_generation_list(generations: Any, expected: int) -> list[Any]:
         )
     if isinstance(generations, str | bytes):
         raise LearnerProblem(
-            f"получена одна строка, а нужен список из {expected} строк — по одной на запрос.",
+            "получена одна строка, а нужен список из "
+            f"{plural(expected, 'строки', 'строк', 'строк')} — по одной на запрос.",
             f"Начало строки: {_quote(str(generations))}.",
             "Добавляйте каждую генерацию в список: generations.append(text).",
         )
@@ -136,7 +137,8 @@ def judge_generations(observation: Any, prompts: Sequence[str] = PROMPTS) -> Che
     if not items:
         raise LearnerProblem(
             "список генераций пуст: задача ещё не реализована — цикл не написан или не выполнялся.",
-            f"Нужно {expected} строк: пройдите циклом по запросам и добавьте в список "
+            f"Нужно {plural(expected, 'строка', 'строки', 'строк')}: пройдите циклом по "
+            "запросам и добавьте в список "
             "генерацию для каждого.",
         )
     if len(items) != expected:

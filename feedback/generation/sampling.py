@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from feedback import runtime
-from feedback.formatting import format_number, plural
+from feedback.formatting import PARAMETERS, plural
 from feedback.generation.prompts import (
     DEFAULT_NEW_TOKENS,
     LENGTH_STEP,
@@ -53,7 +53,7 @@ def load_model(name: str) -> Any:
     _state(model).name = name
     shown = real_preset if preset == real_preset else "крошечная учебная модель"
     print(
-        f"{name} ({shown}, {format_number(model.count_params())} параметров) загружена в "
+        f"{name} ({shown}, {plural(model.count_params(), *PARAMETERS)}) загружена в "
         "bfloat16 — по 2 байта на параметр вместо 4; почему Gemma-4B помещается в T4 "
         "только так, покажет лабораторная 7.3."
     )
@@ -87,7 +87,7 @@ def free_model(model: Any) -> None:
         sys.modules["keras"].backend.clear_session()
     gc.collect()
     print(
-        "Память модели освобождена: её веса удалены из памяти ускорителя, сессия Keras "
+        "Память модели освобождена: её веса удалены из памяти видеокарты, сессия Keras "
         "очищена"
         + (f" ({plural(freed, 'массив', 'массива', 'массивов')} весов)" if freed else "")
         + ". Модель больше не работает — удалите и переменную: del <имя модели>."

@@ -20,23 +20,31 @@ from feedback.generation.table import _escape, _shorten
 
 
 def format_duration(ns: float) -> str:
-    """Длительность в формате оригинала: ``Duration: 1 minutes 23.46 seconds``.
+    """Длительность в формате оригинала: ``Duration: 2 minutes 3.46 seconds``.
 
-    Меньше минуты — ``Duration: 12.34 seconds``. Аргумент — наносекунды, разность
-    двух ``time.time_ns()``.
+    Меньше минуты — ``Duration: 12.34 seconds``. Строка английская, как в оригинале
+    курса, и согласована по-английски: ровно одна минута — ``1 minute`` (оригинал и
+    тут писал «minutes»). Аргумент — наносекунды, разность двух ``time.time_ns()``.
     """
     centiseconds = round(float(ns) / 1e7)
     if centiseconds >= 6000:
         minutes, rest = divmod(centiseconds, 6000)
-        return f"Duration: {minutes} minutes {rest / 100:.2f} seconds"
+        unit = "minute" if minutes == 1 else "minutes"
+        return f"Duration: {minutes} {unit} {rest / 100:.2f} seconds"
     return f"Duration: {centiseconds / 100:.2f} seconds"
 
 
 def _times_ru(ratio: float) -> str:
-    """«в 2,5 раза», «в 3 раза», «в 215 раз»."""
-    if ratio < 10:
-        return f"в {format_plain(ratio, 1)} раза"
-    return "в " + plural(round(ratio), "раз", "раза", "раз")
+    """«в 2,5 раза», «в 3 раза», «в 5 раз», «в 215 раз»: до 10 — с одним знаком."""
+    decimals = 1 if ratio < 10 else 0
+    return "в " + plural(ratio, "раз", "раза", "раз", lambda value: format_plain(value, decimals))
+
+
+def _tokens_per_second(speed: float) -> str:
+    """«21 токен в секунду», «2,5 токена в секунду», «160 токенов в секунду»."""
+    return plural(speed, "токен", "токена", "токенов", lambda value: format_number(value, 3)) + (
+        " в секунду"
+    )
 
 
 def _seconds_ru(seconds: float) -> str:
@@ -174,12 +182,12 @@ class GenerationTimer:
             )
         speed = self.warm_tokens_per_second
         if speed is not None and math.isfinite(speed):
-            text = f"Скорость без компиляции: {format_number(speed, 3)} токенов в секунду"
+            text = f"Скорость без компиляции: {_tokens_per_second(speed)}"
             answer = self.warm_answer_tokens_per_second
             if self.steps != self.new_tokens and answer is not None:
                 text += (
                     f" — столько модель вычисляет. В ответ из них попадает "
-                    f"{format_number(answer, 3)} в секунду: запрос дополняется до длины, "
+                    f"{_tokens_per_second(answer)}: запрос дополняется до длины, "
                     f"кратной {LENGTH_STEP}, модель генерирует и в эти позиции, а лишнее "
                     "отрезается"
                 )

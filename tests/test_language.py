@@ -1,0 +1,322 @@
+"""Русский текст, который видит учащийся: согласование чисел, одно слово на понятие, пробелы.
+
+Просматриваются все тетрадки (исходные и учащихся), README и строки пакета ``feedback``
+(сообщения и документация). Правила — из ревизии курса (issue 11):
+
+* число и слово согласуются: не «в 5 раза», «21 токенов», «152 примеров», «16 384 байт»,
+  «Duration: 1 minutes»; в f-строке число перед счётным словом подставляется через
+  :func:`feedback.formatting.plural`, иначе форма слова угадана лишь для части чисел;
+* одно слово на понятие: «тетрадка», а не «блокнот»; «микробатч», а не «маленький
+  батч»; «видеокарта», а не «ускоритель»; prompt — «запрос», а не «подсказка»;
+  inference — «инференс»;
+* в Markdown между тысячами — узкий неразрывный пробел, перед единицей — неразрывный.
+
+Строки в файлах, которые в этой ревизии правит не она (см. ``PENDING``), пока
+разрешены, но каждая такая строка обязана существовать: исправили — уберите её из списка.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NNBSP, NBSP = "\u202f", "\u00a0"
+
+
+@dataclass(frozen=True)
+class Text:
+    """Кусок текста и откуда он: ``where`` — путь и ячейка или строка файла."""
+
+    where: str
+    text: str
+    kind: str  # "markdown", "code", "string" (строка Python), "readme"
+
+
+def notebook_texts() -> Iterator[Text]:
+    for folder in ("solutions", "notebooks"):
+        for path in sorted((ROOT / folder).glob("*/*.ipynb")):
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            for index, cell in enumerate(cells):
+                kind = "markdown" if cell["cell_type"] == "markdown" else "code"
+                yield Text(f"{path.relative_to(ROOT)}[{index}]", "".join(cell["source"]), kind)
+
+
+def _string_parts(node: ast.AST) -> Iterator[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node.value
+    elif isinstance(node, ast.JoinedStr):
+        yield "".join(
+            part.value if isinstance(part, ast.Constant) else "{…}" for part in node.values
+        )
+
+
+def package_texts() -> Iterator[Text]:
+    for path in sorted((ROOT / "feedback").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        inside_fstring = {
+            id(part)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.JoinedStr)
+            for part in node.values
+        }
+        for node in ast.walk(tree):
+            if id(node) in inside_fstring:
+                continue
+            for text in _string_parts(node):
+                yield Text(f"{path.relative_to(ROOT)}:{node.lineno}", text, "string")
+
+
+def readme_texts() -> Iterator[Text]:
+    for number, line in enumerate((ROOT / "README.md").read_text().splitlines(), start=1):
+        yield Text(f"README.md:{number}", line, "readme")
+
+
+def all_texts() -> list[Text]:
+    return [*notebook_texts(), *package_texts(), *readme_texts()]
+
+
+#: Не своё в этой ревизии: (файл, фраза) → сколько раз фраза там встречается. Исправления
+#: перечислены в отчёте ревизии; когда их внесут, строки отсюда нужно убрать.
+PENDING: dict[tuple[str, str], int] = {
+    ("feedback/qa_data.py", "{…} вопросов"): 1,
+    ("feedback/monitor.py", "подсказок"): 2,
+    ("feedback/monitor.py", "строк-подсказ"): 1,
+    ("feedback/runtime.py", "блокнот"): 6,
+    ("feedback/runtime.py", "ускорител"): 6,
+    ("feedback/kaggle_access.py", "блокнот"): 16,
+    ("feedback/tiny_gemma.py", "блокнот"): 1,
+}
+
+
+def _pending(where: str, phrase: str) -> bool:
+    path = where.split(":")[0].split("[")[0]
+    return (path, phrase) in PENDING
+
+
+# --------------------------------------------------------------------------- согласование
+
+NUMBER = r"(?<![\d,.·⁰-⁹])(\d{1,3}(?:[ \u202f\u00a0]\d{3})+|\d+)"
+#: Слова в родительном падеже множественного числа: после 2–4 и 21, 31… так нельзя.
+GENITIVE_PLURAL = (
+    r"(?:токенов|примеров|параметров|шагов|случаев|вопросов|генераций|строк|байт|минут|"
+    r"секунд|слоёв|эпох|ошибок|микробатчей|батчей|массивов|вызовов|запросов|чисел)"
+)
+#: После этих слов родительный падеж правилен и с 2–4: «около 4 байт», «из 2 примеров».
+GENITIVE_GOVERNORS = {
+    "около",
+    "из",
+    "до",
+    "от",
+    "более",
+    "менее",
+    "больше",
+    "меньше",
+    "свыше",
+    "без",
+    "для",
+    "кроме",
+    "вместо",
+    "порядка",
+    "нескольких",
+    "всех",
+}
+WRONG_TIMES = re.compile(rf"\bв {NUMBER} раза\b")
+WRONG_TIMES_FEW = re.compile(rf"\bв {NUMBER} раз\b")
+NUMBER_NOUN = re.compile(rf"(?:(\w+)[ \u00a0])?{NUMBER}[ \u00a0]({GENITIVE_PLURAL})\b")
+#: Подстановка числа прямо перед счётным словом: форму должна выбирать plural().
+FSTRING_NOUN = re.compile(
+    rf"\{{[^{{}}]*\}}[ \u00a0](?:{GENITIVE_PLURAL}|раза?|токена?|примера?|параметра?|байта|шага?)\b"
+)
+
+
+def _last_three(number: str) -> int:
+    return int(re.sub(r"\D", "", number)[-3:])
+
+
+def plural_mistakes(text: str) -> list[str]:
+    """Фразы, где число не согласовано со словом."""
+    found = []
+    for match in WRONG_TIMES.finditer(text):
+        count = _last_three(match[1])
+        if count % 10 in (0, 5, 6, 7, 8, 9) or 11 <= count % 100 <= 14:
+            found.append(match[0])
+    for match in WRONG_TIMES_FEW.finditer(text):
+        count = _last_three(match[1])
+        if 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
+            found.append(match[0])
+    for match in NUMBER_NOUN.finditer(text):
+        before, number = (match[1] or "").lower(), match[2]
+        count = _last_three(number)
+        ends_in_one = count % 10 == 1 and count % 100 != 11
+        few = 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14
+        if ends_in_one or (few and before not in GENITIVE_GOVERNORS):
+            found.append(match[0])
+    found += re.findall(r"\b1 minutes\b", text)
+    return found
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "в 5 раза",
+        "в 11 раза",
+        "в 2 раз",
+        "21 токенов в секунду",
+        "на 152 примеров",
+        f"(16{NNBSP}384 байт)",
+        "Duration: 1 minutes 3.00 seconds",
+        "1 параметров",
+    ],
+)
+def test_the_detector_catches_each_known_mistake(phrase):
+    assert plural_mistakes(phrase), phrase
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "в 5 раз",
+        "в 2,5 раза",
+        "в 22 раза",
+        "21 токен в секунду",
+        "на 152 примера",
+        f"(16{NNBSP}384 байта)",
+        "около 4 байт",
+        "батч из 2 примеров",
+        "Duration: 1 minute 3.00 seconds",
+        "3,88 млрд параметров",
+    ],
+)
+def test_the_detector_accepts_correct_phrases(phrase):
+    assert not plural_mistakes(phrase), phrase
+
+
+def test_no_plural_mistakes_anywhere():
+    problems = [
+        f"{text.where}: {mistake!r}"
+        for text in all_texts()
+        for mistake in plural_mistakes(text.text)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def fstring_nouns(text: Text) -> list[str]:
+    if text.kind == "code":  # в коде тетрадки — только f-строки
+        sources = re.findall(r"""f(["'])(.*?)\1""", text.text)
+        candidates = [source for _, source in sources]
+    elif text.kind == "string":
+        candidates = [text.text]
+    else:
+        return []
+    return [m[0] for candidate in candidates for m in FSTRING_NOUN.finditer(candidate)]
+
+
+def test_numbers_before_counted_nouns_go_through_plural():
+    problems = [
+        f"{text.where}: {phrase!r}"
+        for text in all_texts()
+        for phrase in fstring_nouns(text)
+        if not _pending(text.where, phrase)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_fstring_detector_sees_the_old_7_6_line():
+    old = Text("x", 'print(f"Шагов: {steps_done} на {4 * len(data)} примеров")', "code")
+    assert fstring_nouns(old) == ["{4 * len(data)} примеров"]
+    new = Text("x", 'print(f"Шагов: {steps_done} на {examples}")', "code")
+    assert fstring_nouns(new) == []
+
+
+# --------------------------------------------------------------------------- одно слово
+
+
+#: Что заменено и на что: одно понятие — одно слово во всём курсе.
+RETIRED = {
+    r"блокнот": "тетрадка",
+    r"(?<![Аа]ппаратный )ускорител": "видеокарта (кроме надписи Colab «Аппаратный ускоритель»)",
+    r"маленьк\w* батч": "микробатч",
+    r"подсказок|строк\w*-подсказ": "запросы (prompts), «подсказка» — только hint",
+    r"\(inference\)|работ[аеуы] модели": "инференс (применение модели)",
+}
+
+
+def retired_words(text: str) -> list[str]:
+    return [
+        match[0] for pattern in RETIRED for match in re.finditer(pattern, text, flags=re.IGNORECASE)
+    ]
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "Так же блокнот проверяется в CI",
+        "в памяти ускорителя",
+        "для маленьких батчей",
+        "список подсказок (строк)",
+        "память для работы модели (inference)",
+    ],
+)
+def test_the_retired_words_are_recognised(phrase):
+    assert retired_words(phrase)
+
+
+def test_one_word_per_concept():
+    problems = [
+        f"{text.where}: {word!r}"
+        for text in all_texts()
+        for word in retired_words(text.text)
+        if not _pending(text.where, word.lower())
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_pending_phrases_still_exist():
+    """Список PENDING честен: каждая фраза в нём ещё встречается, и ровно столько раз."""
+    counts: dict[tuple[str, str], int] = {}
+    for text in all_texts():
+        path = text.where.split(":")[0].split("[")[0]
+        for phrase in [w.lower() for w in retired_words(text.text)] + fstring_nouns(text):
+            if (path, phrase) in PENDING:
+                counts[path, phrase] = counts.get((path, phrase), 0) + 1
+    assert counts == PENDING
+
+
+# --------------------------------------------------------------------------- пробелы
+
+UNITS = (
+    r"(?:ГиБ|МиБ|КиБ|ГБ|МБ|байт[а-я]*|бит[а-я]*|%|млн|млрд|трлн|тыс\.|TFLOPS|FLOPS|FLOPs|"
+    r"секунд[а-я]*|минут[а-я]*)(?![а-яА-Яa-zA-Z])"
+)
+SPACE_BEFORE_UNIT = re.compile(rf"[\d⁰¹²³⁴⁵⁶⁷⁸⁹] {UNITS}")
+SPACED_THOUSANDS = re.compile(r"(?<![\d,.\w])\d{1,3}(?: \d{3})+(?![\d,]\d)")
+#: Код, HTML и адреса ссылок в Markdown не трогаем.
+NOT_PROSE = re.compile(r"```.*?```|`[^`\n]*`|<[^>\n]*>|\]\([^)\n]*\)", re.S)
+
+
+def plain_spaces(markdown: str) -> list[str]:
+    prose = NOT_PROSE.sub(" ", markdown)
+    return SPACE_BEFORE_UNIT.findall(prose) + SPACED_THOUSANDS.findall(prose)
+
+
+def test_plain_space_detector():
+    assert plain_spaces("веса займут 14,5 ГиБ, а у T4 15 360 МиБ") == ["5 ГиБ", "0 МиБ", "15 360"]
+    assert plain_spaces(f"веса займут 14,5{NBSP}ГиБ, а у T4 15{NNBSP}360{NBSP}МиБ") == []
+    assert plain_spaces("`Duration: 12.34 seconds` и `999 885 952`") == []
+
+
+def test_markdown_numbers_use_non_breaking_spaces():
+    problems = [
+        f"{text.where}: {found!r}"
+        for text in notebook_texts()
+        if text.kind == "markdown"
+        for found in plain_spaces(text.text)
+    ]
+    assert not problems, "\n".join(problems)
