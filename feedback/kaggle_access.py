@@ -50,8 +50,8 @@ _FALSE_VALUES = ("0", "false", "no", "off")
 
 # Источники ключей, как их называет учащемуся сообщение об ошибке.
 SOURCE_NAMES = {
-    "kaggle-notebook": "блокнот Kaggle (доступ от имени вашего аккаунта Kaggle)",
-    "kaggle-notebook-token": "токен блокнота Kaggle (файл из KAGGLE_API_V1_TOKEN)",
+    "kaggle-notebook": "тетрадка Kaggle (доступ от имени вашего аккаунта Kaggle)",
+    "kaggle-notebook-token": "токен тетрадки Kaggle (файл из KAGGLE_API_V1_TOKEN)",
     "env-token": "переменная окружения KAGGLE_API_TOKEN",
     "access_token": "файл ~/.kaggle/access_token",
     "env": "переменные окружения KAGGLE_USERNAME и KAGGLE_KEY",
@@ -69,7 +69,7 @@ class KaggleCredentials:
     """Найденный способ войти в Kaggle и его источник (ключ из :data:`SOURCE_NAMES`).
 
     ``token`` — новый API-токен Kaggle; ``username``/``key`` — старый ключ из
-    kaggle.json; у ``"kaggle-notebook"`` все три пустые: блокнот Kaggle сам
+    kaggle.json; у ``"kaggle-notebook"`` все три пустые: тетрадка Kaggle сама
     подключает модель от имени своего владельца.
     """
 
@@ -120,15 +120,15 @@ def _read_kaggle_json(path: Path) -> tuple[str, str] | None:
 
 
 def in_kaggle_notebook(env: Mapping[str, str] | None = None) -> bool:
-    """Как ``kagglesdk.kaggle_env.is_in_kaggle_notebook``: блокнот Kaggle со своим прокси."""
+    """Как ``kagglesdk.kaggle_env.is_in_kaggle_notebook``: тетрадка Kaggle со своим прокси."""
     env = os.environ if env is None else env
     return "KAGGLE_KERNEL_RUN_TYPE" in env and "KAGGLE_DATA_PROXY_URL" in env
 
 
 def kaggle_attaches_models(env: Mapping[str, str] | None = None) -> bool:
-    """Подключит ли kagglehub модель средствами блокнота Kaggle, без ключа учащегося.
+    """Подключит ли kagglehub модель средствами тетрадки Kaggle, без ключа учащегося.
 
-    Так kagglehub поступает в блокноте Kaggle, если не задано ``DISABLE_KAGGLE_CACHE``.
+    Так kagglehub поступает в тетрадке Kaggle, если не задано ``DISABLE_KAGGLE_CACHE``.
     """
     env = os.environ if env is None else env
     disabled = env.get("DISABLE_KAGGLE_CACHE", "").lower() in ("true", "1", "t")
@@ -143,8 +143,8 @@ def find_kaggle_credentials(
 ) -> KaggleCredentials | None:
     """Ищет, чем kagglehub войдёт в Kaggle; побеждает первый источник, как в kagglehub 1.0.
 
-    Порядок: блокнот Kaggle подключает модели сам → файл из ``KAGGLE_API_V1_TOKEN``
-    (в блокноте Kaggle) → ``KAGGLE_API_TOKEN`` (сам токен или путь к файлу с ним) →
+    Порядок: тетрадка Kaggle подключает модели сама → файл из ``KAGGLE_API_V1_TOKEN``
+    (в тетрадке Kaggle) → ``KAGGLE_API_TOKEN`` (сам токен или путь к файлу с ним) →
     ``~/.kaggle/access_token`` (и ``access_token.txt``) → ``KAGGLE_USERNAME`` +
     ``KAGGLE_KEY`` → ``kaggle.json`` (``$KAGGLE_CONFIG_DIR`` или ``~/.kaggle``) →
     в Colab секреты ``KAGGLE_API_TOKEN``, затем ``KAGGLE_USERNAME`` + ``KAGGLE_KEY``.
@@ -233,11 +233,11 @@ def _where_to_put_token(platform: str) -> str:
     if platform == "colab":
         return (
             "В Colab откройте панель «Секреты» (значок ключа слева), добавьте секрет "
-            "KAGGLE_API_TOKEN со значением токена и включите ему доступ к блокноту."
+            "KAGGLE_API_TOKEN со значением токена и включите ему доступ к тетрадке."
         )
     if platform == "kaggle":
         return (
-            "В блокноте Kaggle ключ не нужен: войдите в свой аккаунт Kaggle, и блокнот "
+            "В тетрадке Kaggle ключ не нужен: войдите в свой аккаунт Kaggle, и тетрадка "
             "подключит модель от вашего имени."
         )
     return (
@@ -249,7 +249,7 @@ def _where_to_put_token(platform: str) -> str:
 def _tiny_tail() -> str:
     return (
         "Можно пройти лабораторную и без Kaggle — на крошечной учебной модели: задайте "
-        f'{TINY_ENV_VAR}=1 до запуска блокнота (или os.environ["{TINY_ENV_VAR}"] = "1" '
+        f'{TINY_ENV_VAR}=1 до запуска тетрадки (или os.environ["{TINY_ENV_VAR}"] = "1" '
         "в первой ячейке) и выполните его заново."
     )
 
@@ -306,7 +306,7 @@ ACCESS_TITLES = {
 def _network_steps(platform: str) -> list[str]:
     if platform == "kaggle":
         return [
-            "В блокноте Kaggle включите интернет: справа панель «Session options» → "
+            "В тетрадке Kaggle включите интернет: справа панель «Session options» → "
             "«Internet» → On. Переключателя нет или он неактивен — подтвердите номер "
             f"телефона в настройках аккаунта ({KAGGLE_SETTINGS_URL}, «Phone verification»): "
             "без этого Kaggle не даёт ни интернет, ни видеокарту.",
@@ -344,7 +344,7 @@ def access_message(
         ]
     elif problem.kind == "forbidden":
         who = (
-            "аккаунтом, в котором открыт этот блокнот"
+            "аккаунтом, в котором открыта эта тетрадка"
             if credentials is not None and credentials.source == "kaggle-notebook"
             else f"тем аккаунтом, чей ключ используется ({source})"
         )
@@ -366,7 +366,7 @@ def access_message(
     elif problem.kind == "not_found":
         lines = [
             "Такого пресета нет на Kaggle. Обычно это значит, что версия keras-hub не та, "
-            "что нужна курсу: выполните первую ячейку блокнота (установку пакета курса), "
+            "что нужна курсу: выполните первую ячейку тетрадки (установку пакета курса), "
             "перезапустите среду и попробуйте снова.",
         ]
     elif problem.kind == "server":
@@ -431,7 +431,7 @@ def classify_error(error: BaseException) -> AccessProblem:
     if name == "UnauthenticatedError":
         return AccessProblem("unauthorized", None, detail)
     lowered = str(error).lower()
-    # Блокнот Kaggle отвечает на подключение модели текстом, а не кодом HTTP.
+    # Тетрадка Kaggle отвечает на подключение модели текстом, а не кодом HTTP.
     if name == "BackendError" and any(
         word in lowered for word in ("consent", "licen", "terms", "permission", "403")
     ):
@@ -454,7 +454,7 @@ def preflight(
     """Проверяет, что Kaggle отдаст пресет; ``None`` — всё в порядке.
 
     Запрос идёт через kagglehub, поэтому ключ, прокси и путь (скачивание по HTTP,
-    подключение модели в блокноте Kaggle или кэш Colab) те же, что у ``from_preset``,
+    подключение модели в тетрадке Kaggle или кэш Colab) те же, что у ``from_preset``,
     а скачанный ``config.json`` остаётся в кэше kagglehub. Ждём не дольше ``timeout``
     секунд: у HTTP-клиента Kaggle своего ограничения нет, поэтому запрос идёт в
     фоновом потоке, который по истечении срока просто оставляется доделывать своё.

@@ -51,12 +51,12 @@ def _checked_prompts(prompts: Any) -> list[str]:
         prompts = [prompts]
     if prompts is None or prompts is Ellipsis or not isinstance(prompts, Sequence):
         raise TypeError(
-            "GenerationMonitor ждёт список подсказок (строк), например lab_prompts(), "
+            "GenerationMonitor ждёт список запросов (строк), например lab_prompts(), "
             f"а получил {type(prompts).__name__}."
         )
     prompts = list(prompts)
     if not prompts or not all(isinstance(prompt, str) for prompt in prompts):
-        raise TypeError("GenerationMonitor ждёт непустой список строк-подсказок.")
+        raise TypeError("GenerationMonitor ждёт непустой список запросов (строк).")
     return prompts
 
 
@@ -65,7 +65,7 @@ def _generation_monitor_class() -> type:
     keras = _import_keras()
 
     class GenerationMonitor(keras.callbacks.Callback):
-        """Печатает генерации модели для нескольких подсказок после эпох обучения.
+        """Печатает генерации модели для нескольких запросов после эпох обучения.
 
         ``prompts`` — строки, уже обёрнутые ``format_question`` (или одна строка);
         ``max_length`` — передаётся в ``model.generate``; ``every`` — печатать

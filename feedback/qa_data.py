@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from feedback.formatting import plural
 from feedback.notice import show_notice
 from feedback.tiny_mode import is_tiny_mode
 
@@ -110,7 +111,8 @@ def _fallback(reason: str, notify: Callable[[str, str], None]) -> list[dict[str,
     notify(
         "Используем наш маленький набор вопросов вместо Africa Galore QA",
         f"Причина: {reason}.\n\n"
-        f"Загружен запасной набор курса: {len(rows)} вопросов об Африке той же схемы "
+        "Загружен запасной набор курса: "
+        f"{plural(len(rows), 'вопрос', 'вопроса', 'вопросов')} об Африке той же схемы "
         "(category, name, question, answer), файл feedback/data/africa_qa_mini.json. "
         "Код лабораторной работает так же, но модель увидит меньше примеров, "
         "чем в оригинальном курсе.",

@@ -134,3 +134,10 @@ def test_every_test_cell_is_one_check_call_that_becomes_a_probe(lab):
 def test_malformed_test_cells_are_a_course_error(source):
     with pytest.raises((ValueError, KeyError)):
         parse_check_call(source)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_only_fixed_code_cells_are_skipped_when_grading(lab):
+    for cell in release(lab).cells:
+        if "grading-skip" in cell.metadata.get("tags", []):
+            assert cell.cell_type == "code" and "nbgrader" not in cell.metadata, cell.source
