@@ -11,7 +11,7 @@ comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: lab test lint unit nbval notebooks release check-notebooks grade feedback public sandbox \
-	gpu-check env browser clean
+	bench gpu-check env browser clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,23 +39,39 @@ browser:
 sandbox:
 	@bash .ci/install-sandbox
 
+# Тесты идут в несколько процессов (pytest-xdist, по числу ядер). Кэш компиляции JAX — на
+# весь прогон: крошечная Gemma компилирует одни и те же программы во многих тетрадках, а с
+# кэшем — один раз. Время каждого теста — в .course-work/*-times.xml (их читает make bench).
+TEST_WORKERS ?= auto
+JAX_TEST_CACHE := JAX_COMPILATION_CACHE_DIR=$(CURDIR)/.course-work/jax-cache \
+	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
+	JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES=none
+
 unit: $(STAMP) browser sandbox
-	$(BIN)/python -m pytest tests
+	$(JAX_TEST_CACHE) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup \
+		--junitxml=.course-work/test-times.xml
 
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.
 # GPU-лабораторные идут в крошечном режиме (COURSE7_TINY=1): без видеокарты и без интернета.
 nbval: $(STAMP)
-	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg $(BIN)/python -m pytest -p no:cacheprovider \
-		--nbval-lax --nbval-current-env solutions/
+	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg $(JAX_TEST_CACHE) $(BIN)/python -m pytest \
+		-p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --nbval-lax --nbval-current-env \
+		--junitxml=.course-work/nbval-times.xml solutions/
 
 notebooks: $(STAMP)
 	$(BIN)/python -m feedback.teacher.release
 
 release: notebooks
 
-# make grade — всё из .course-work/submitted; make grade SUBMISSIONS=архив.zip (или папка) JOBS=4
+# make grade — всё из .course-work/submitted; make grade SUBMISSIONS=архив.zip (или папка) JOBS=4;
+# на рабочих Dask: make grade SCHEDULER=tcp://host:8786
 grade: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS))
+	$(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS)) \
+		$(if $(SCHEDULER),--scheduler $(SCHEDULER))
+
+# Секунды на работу при JOBS=1 и 2, ускорение, постоянная часть и время групп тестов.
+bench: $(STAMP) sandbox
+	$(BIN)/python -m feedback.teacher.bench
 
 # Отчёты для учащихся заново — после ручной проверки в formgrader (ничего не выполняет).
 feedback: $(STAMP)

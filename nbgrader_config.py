@@ -14,6 +14,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import ClearSolutions, GetGrades
 
+from feedback.teacher.assemble import SKIP_TAG
 from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
 
 ROOT = Path(__file__).resolve().parent
@@ -53,3 +54,6 @@ if "validate" in sys.argv[1:2]:
     os.environ["FEEDBACK_STRICT"] = "1"  # непройденная проверка роняет ячейку
     # GPU-лабораторные проверяются на обычной машине: крошечная модель, те же проверки.
     os.environ.setdefault("COURSE7_TINY", "1")
+    # Как и make grade, validate не выполняет ячейки, которые проверкам не нужны (обучение,
+    # графики): они помечены тегом SKIP_TAG (grading-skip).
+    c.Execute.skip_cells_with_tag = SKIP_TAG

@@ -13,6 +13,20 @@ import pytest
 
 from notebook_runner import ROOT
 
+#: Модули, чьи дорогие фикстуры (тетрадки, выполненные один раз, окружение Colab, браузер)
+#: делятся между их тестами: при параллельном прогоне (pytest-xdist) такой модуль целиком
+#: идёт одному процессу, чтобы фикстура не считалась дважды.
+SHARED_FIXTURE_MODULES = {"test_student_notebooks", "test_colab_versions", "test_browser"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        module = getattr(item.module, "__name__", "")
+        if "graded_class" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("graded_class"))
+        elif module in SHARED_FIXTURE_MODULES:
+            item.add_marker(pytest.mark.xdist_group(module))
+
 
 @pytest.fixture(autouse=True)
 def lenient_checks(monkeypatch):

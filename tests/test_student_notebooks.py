@@ -23,7 +23,9 @@ RUSSIAN = re.compile("[а-яё]{4,}")
 @pytest.fixture(scope="module", params=LABS)
 def executed_student_notebook(request):
     path = ROOT / "notebooks" / request.param / f"{request.param}.ipynb"
-    return run_notebook(path, run_all=True)
+    nb = run_notebook(path, run_all=True)
+    nb.metadata["course7_lab"] = request.param
+    return nb
 
 
 #: Ошибки, которыми ячейка отказывается работать без выполненного задания.
@@ -54,6 +56,23 @@ def test_every_check_shows_a_red_russian_verdict(executed_student_notebook):
         assert "course7-check" in shown and "data-passed='false'" in shown, cell.source
         assert RUSSIAN.search(shown), shown
         assert "Traceback" not in shown
+
+
+#: Что говорит каждая проверка нетронутой тетрадки: задание ещё не сделано.
+NOT_DONE = {
+    "lab_7_1_compare_models": ("ещё не реализована",),
+    "lab_7_2_training_flops": ("ещё не реализована", "ещё не заполнена", "осталось «…»"),
+    "lab_7_3_memory_wall": ("ещё не заполнено",),
+    "lab_7_4_gpu_memory": ("ещё не реализована",),
+    "lab_7_5_bfloat16_lora": ("ещё не выбран",),
+}
+
+
+def test_untouched_checks_say_the_task_is_not_done(executed_student_notebook):
+    lab = executed_student_notebook.metadata.get("course7_lab")
+    for cell in graded_cells(executed_student_notebook):
+        if cell.get("execution_count") and lab in NOT_DONE:
+            assert any(words in outputs_text(cell) for words in NOT_DONE[lab]), cell.source
 
 
 def test_every_lab_with_tasks_has_checks():

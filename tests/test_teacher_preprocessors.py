@@ -18,12 +18,17 @@ def test_report_drops_teacher_notes_and_shortens_timeouts():
     learner_error = new_output("error", ename="ZeroDivisionError", evalue="x", traceback=["tb"])
     data = new_output("display_data", data={OBSERVATION_MIME: {}, "text/plain": "[наблюдение]"})
     code = new_code_cell("1/0", outputs=[timeout, learner_error, data])
-    nb, _ = ReportCleanup().preprocess(new_notebook(cells=[note, shown, code]), {})
+    code.metadata["nbgrader"] = {"solution": True, "grade_id": "f"}
+    missing = new_output("error", ename="NameError", evalue="name 'model' is not defined")
+    missing.traceback = ["tb", "tb"]
+    course = new_code_cell("model.fit()", outputs=[missing])
+    nb, _ = ReportCleanup().preprocess(new_notebook(cells=[note, shown, code, course]), {})
     assert [cell.source for cell in nb.cells[:1]] == ["**Замечания оценивания**"]
-    assert len(nb.cells) == 2
+    assert len(nb.cells) == 3
     assert "слишком долго" in nb.cells[1].outputs[0].traceback[0]
-    assert nb.cells[1].outputs[1].traceback == ["tb"]
+    assert nb.cells[1].outputs[1].traceback == ["tb"]  # ошибка в коде учащегося — целиком
     assert len(nb.cells[1].outputs) == 2
+    assert nb.cells[2].outputs[0].traceback == ["NameError: name 'model' is not defined"]
 
 
 def test_refuse_autograde_explains_make_grade():

@@ -188,3 +188,12 @@ def test_writing_big_files_is_stopped(tmp_path):
         "print('after')",
     )
     assert execution.stopped or "File too large" in text(execution, 0)
+
+
+@needs_bwrap
+def test_the_kernel_runs_on_the_cpus_it_was_given(tmp_path):
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("import os; print(sorted(os.sched_getaffinity(0)))")]
+    )
+    execution = execute(nb, tmp_path / "unit", "bwrap", FAST, cpus=[0])
+    assert text(execution, 0).startswith("[0]")

@@ -97,11 +97,12 @@ async def _run(
     extra_env: dict[str, str],
     readonly: list[str],
     writable: list[str],
+    cpus: list[int],
 ) -> Execution:
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     status = ["skipped" if cell.cell_type != "code" else "not-run" for cell in nb.cells]
-    km = kernel_manager(unit_dir, mode, limits, extra_env, readonly, writable)
+    km = kernel_manager(unit_dir, mode, limits, extra_env, readonly, writable, cpus)
     client = BudgetedClient(
         nb,
         km,
@@ -215,11 +216,15 @@ def execute(
     extra_env: dict[str, str] | None = None,
     readonly: list[str] | None = None,
     writable: list[str] | None = None,
+    cpus: list[int] | None = None,
 ) -> Execution:
     """Выполняет тетрадку в ядре песочницы и возвращает её с выводами и статусами ячеек.
 
-    ``readonly`` и ``writable`` — дополнительные папки, которые видит ядро (кэши).
+    ``readonly`` и ``writable`` — дополнительные папки, которые видит ядро (кэши);
+    ``cpus`` — ядра процессора, за которыми закрепить ядро Jupyter.
     """
     return asyncio.run(
-        _run(nb, unit_dir, mode, limits, extra_env or {}, readonly or [], writable or [])
+        _run(
+            nb, unit_dir, mode, limits, extra_env or {}, readonly or [], writable or [], cpus or []
+        )
     )

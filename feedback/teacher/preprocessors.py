@@ -52,9 +52,10 @@ class ReportCleanup(NbGraderPreprocessor):
     """Готовит проверенную тетрадку к отчёту для учащегося.
 
     Убирает заметки для преподавателя (что посмотреть вручную) и служебные данные
-    проверок и сокращает до одной строки трассировки остановок по времени: учащемуся
-    они ничего не скажут.
-    Трассировки ошибок в его собственном коде остаются — они ему полезны.
+    проверок. Трассировки ошибок в коде самого учащегося (решения и добавленные ячейки)
+    остаются — они ему полезны; в ячейках курса ошибка — следствие (например, NameError
+    после невыполненного задания), и от неё остаётся одна строка. Остановка по времени
+    везде — одна строка.
     """
 
     def preprocess(self, nb, resources):
@@ -67,9 +68,15 @@ class ReportCleanup(NbGraderPreprocessor):
         cell.outputs = [
             output for output in cell.outputs if OBSERVATION_MIME not in output.get("data", {})
         ]
+        learners = bool(cell.metadata.get("nbgrader", {}).get("solution"))
+        learners = learners or cell.metadata.get("course7") == "added"
         for output in cell.outputs:
-            if output.output_type == "error" and output.ename in TIMEOUTS:
+            if output.output_type != "error":
+                continue
+            if output.ename in TIMEOUTS:
                 output.traceback = [TIMEOUT_TEXT]
+            elif not learners:
+                output.traceback = [f"{output.ename}: {output.evalue}"]
         return cell, resources
 
 

@@ -18,6 +18,7 @@ import concurrent.futures
 import json
 import multiprocessing
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -132,11 +133,37 @@ def _log_tail(path: Path) -> str:
 def run_local(
     jobs: Iterable[dict[str, Any]], workers: int, on_result: Callable[[Result], None]
 ) -> None:
-    """Выполняет единицы здесь, до ``workers`` одновременно; результаты — по мере готовности."""
+    """Выполняет единицы здесь, до ``workers`` одновременно; результаты — по мере готовности.
+
+    Каждому из ``workers`` мест достаются свои ядра процессора: ядро Jupyter работы
+    закрепляется за ними (``taskset``), и библиотеки не делят одно ядро на несколько потоков.
+    """
+    slots: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
+    for cpus in cpu_slots(workers):
+        slots.put(cpus)
+
+    def run_on_slot(job: dict[str, Any]) -> Result:
+        cpus = slots.get()
+        try:
+            return run_isolated({**job, "cpus": cpus})
+        finally:
+            slots.put(cpus)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_isolated, job): job for job in jobs}
+        futures = {pool.submit(run_on_slot, job): job for job in jobs}
         for future in concurrent.futures.as_completed(futures):
             on_result(_result_of(future, futures[future]))
+
+
+def cpu_slots(workers: int) -> list[list[int]]:
+    """Ядра процессора для каждого из ``workers`` мест (пустой список — без закрепления)."""
+    if workers <= 1 or not hasattr(os, "sched_getaffinity"):
+        return [[] for _ in range(max(workers, 1))]
+    cpus = sorted(os.sched_getaffinity(0))
+    if workers > len(cpus):
+        return [[cpus[slot % len(cpus)]] for slot in range(workers)]
+    share = len(cpus) // workers
+    return [cpus[slot * share : (slot + 1) * share] for slot in range(workers)]
 
 
 def run_dask(

@@ -274,6 +274,13 @@ class SandboxedKernelManager(AsyncKernelManager):
         )
 
 
+def pin_command(cpus: list[int] | tuple[int, ...] = ()) -> list[str]:
+    """``taskset`` на эти ядра процессора (util-linux), если они заданы и taskset есть."""
+    if not cpus or shutil.which("taskset") is None:
+        return []
+    return ["taskset", "--cpu-list", ",".join(str(cpu) for cpu in cpus)]
+
+
 def kernel_manager(
     unit_dir: Path,
     mode: str,
@@ -281,13 +288,14 @@ def kernel_manager(
     extra_env: dict[str, str],
     readonly: list[str],
     writable: list[str] = (),
+    cpus: list[int] | tuple[int, ...] = (),
 ) -> SandboxedKernelManager:
     """Ядро для одной работы: в песочнице (``mode="bwrap"``) или просто с лимитами."""
     home = unit_dir / "home"
     home.mkdir(parents=True, exist_ok=True)
     ipc = socket_dir()
     env = kernel_env(home, extra_env)
-    prefix = prlimit_command(limits)
+    prefix = prlimit_command(limits) + pin_command(cpus)
     if mode == "bwrap":
         prefix += bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits, writable)
     km = SandboxedKernelManager(

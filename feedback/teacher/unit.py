@@ -22,7 +22,7 @@ from typing import Any
 
 import nbformat
 
-from feedback.teacher.assemble import assemble, parse_check_call, probe_source
+from feedback.teacher.assemble import SKIP_TAG, assemble, parse_check_call, probe_source
 from feedback.teacher.caches import cache_root, tiny_model_cache
 from feedback.teacher.execute import execute
 from feedback.teacher.learner_outputs import marker, submitted
@@ -42,9 +42,6 @@ def _note(role: str, title: str, lines: list[str]) -> nbformat.NotebookNode:
     return cell
 
 
-#: Ячейки выпуска с этим тегом при оценивании не выполняются: проверкам они не нужны
-#: (обучение, графики, демонстрации), а вместо их вывода показывается сданный учащимся.
-SKIP_TAG = "grading-skip"
 SUBMITTED = "Так было в сданной тетрадке учащегося (не перепроверялось, баллы не ставятся)"
 NOT_RUN = "При оценивании эта ячейка не выполнялась"
 
@@ -137,7 +134,9 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
     limits = Limits(**job.get("limits", {}))
     unit_dir = Path(job["unit_dir"])
     env, readonly, writable = kernel_caches(job, unit_dir)
-    execution = execute(runnable, unit_dir, job["sandbox"], limits, env, readonly, writable)
+    execution = execute(
+        runnable, unit_dir, job["sandbox"], limits, env, readonly, writable, job.get("cpus")
+    )
 
     tests: dict[str, dict[str, Any]] = {}
     review = [finding.__dict__ for finding in findings]
