@@ -19,7 +19,9 @@ from notebook_runner import ROOT
 SHARED_FIXTURE_MODULES = {"test_student_notebooks", "test_colab_versions", "test_browser"}
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
+    # tryfirst: метки групп должны появиться раньше, чем xdist допишет группу к имени теста.
     for item in items:
         module = getattr(item.module, "__name__", "")
         if "graded_class" in getattr(item, "fixturenames", ()):

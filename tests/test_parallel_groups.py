@@ -1,0 +1,71 @@
+"""Параллельный прогон тестов (make test, pytest-xdist) держит общие фикстуры в одном процессе.
+
+Если группы xdist молча перестанут работать (так было с pytest 9 и xdist 3.8), два процесса
+начнут одновременно собирать одно окружение Colab и дважды оценивать синтетический класс:
+CI падает непонятно и вдвое дольше. Этот тест ловит это сразу.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from notebook_runner import ROOT
+
+SHARED_MODULE = """
+import json, os, pathlib, time
+
+def record(name):
+    time.sleep(0.3)
+    out = pathlib.Path(os.environ["GROUPS_OUT"]) / name
+    out.write_text(os.environ.get("PYTEST_XDIST_WORKER", "main"))
+
+def test_one(): record("one")
+def test_two(): record("two")
+def test_three(): record("three")
+def test_four(): record("four")
+"""
+
+OTHER_MODULE = """
+import time
+
+def test_a(): time.sleep(0.3)
+def test_b(): time.sleep(0.3)
+"""
+
+TESTS = ROOT / "tests"
+CONFTEST = f"""
+import importlib.util, sys
+sys.path.insert(0, {str(TESTS)!r})
+spec = importlib.util.spec_from_file_location("course_conftest", {str(TESTS / "conftest.py")!r})
+course_conftest = importlib.util.module_from_spec(spec)
+sys.modules["course_conftest"] = course_conftest
+spec.loader.exec_module(course_conftest)
+pytest_collection_modifyitems = course_conftest.pytest_collection_modifyitems
+"""
+
+
+def test_shared_fixture_module_runs_in_one_worker(tmp_path):
+    project = tmp_path / "project"
+    out = tmp_path / "out"
+    project.mkdir()
+    out.mkdir()
+    (project / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    (project / "test_colab_versions.py").write_text(SHARED_MODULE)
+    (project / "test_other.py").write_text(OTHER_MODULE)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        [*command, "-n", "2", "--dist", "loadgroup", str(project)],
+        cwd=project,
+        env={"GROUPS_OUT": str(out), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    workers = {path.name: path.read_text() for path in out.iterdir()}
+    assert len(workers) == 4, workers
+    assert len(set(workers.values())) == 1, json.dumps(workers)
+    assert next(iter(workers.values())).startswith("gw"), workers
