@@ -97,7 +97,8 @@ def build_colab_venv() -> Path:
         return python
     shutil.rmtree(VENV, ignore_errors=True)
     VENV.parent.mkdir(parents=True, exist_ok=True)
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # --no-compile: байт-код пишется при первом импорте и только для нужных модулей.
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile"]
     steps = [
         [sys.executable, "-m", "venv", str(VENV)],
         [*pip, *COLAB_PINS, *TOOLS],

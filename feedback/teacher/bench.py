@@ -37,15 +37,28 @@ def _class_folder(folder: Path, lab: str, count: int) -> Path:
     return folder
 
 
-def _timed_command(folder: Path, jobs: int = 1) -> float:
+def _timed_command(folder: Path, jobs: int = 1, **env: str) -> float:
     """``make grade`` на папке в отдельном процессе — со стартом Python и импортами."""
     started = time.monotonic()
     subprocess.run(
         [sys.executable, "-m", "feedback.teacher.grade", str(folder), "--jobs", str(jobs)],
         check=True,
         capture_output=True,
+        env={**os.environ, **env},
     )
     return time.monotonic() - started
+
+
+def _per_submission(root: Path, lab: str, count: int, jobs: int, **env: str) -> tuple[float, float]:
+    """Секунды на работу и постоянная часть запуска для класса из копий эталона ``lab``.
+
+    Цена одной работы — разница между классами из ``count`` и из одной работы: в ней нет
+    разовых расходов запуска (старт процессов, шаблоны отчётов).
+    """
+    one = _timed_command(_class_folder(root / "one", lab, 1), jobs, **env)
+    many = _timed_command(_class_folder(root / "many", lab, count), jobs, **env)
+    per = (many - one) / (count - 1)
+    return per, one - per
 
 
 def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tuple[str, str]]:
@@ -66,19 +79,19 @@ def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tupl
             ("Первый запуск: прогрев эталонами (раз на версию лабораторной)", f"{warm_up:.1f} с"),
             ("Запуск make grade без работ (старт, база, таблицы)", f"{empty_run:.1f} с"),
         ]
+        seconds = {}
         for lab, n in ((cpu_lab, count), (gpu_lab, gpu_count)):
-            per = {}
+            per = seconds[lab] = {}
             for jobs in (1, 2):
-                # Цена одной работы — разница между классами из n и из одной работы: в ней нет
-                # разовых расходов запуска (старт процессов, шаблоны отчётов).
-                one = _timed_command(_class_folder(root / "one", lab, 1), jobs)
-                many = _timed_command(_class_folder(root / "many", lab, n), jobs)
-                per[jobs] = (many - one) / (n - 1)
+                per[jobs], fixed = _per_submission(root, lab, n, jobs)
                 rows.append((f"{lab}, JOBS={jobs}: секунд на работу", f"{per[jobs]:.2f}"))
-                rows.append(
-                    (f"{lab}, JOBS={jobs}: постоянная часть запуска", f"{one - per[jobs]:.1f} с")
-                )
+                rows.append((f"{lab}, JOBS={jobs}: постоянная часть запуска", f"{fixed:.1f} с"))
             rows.append((f"{lab}: ускорение JOBS=2 к JOBS=1", f"{per[1] / per[2]:.2f}×"))
+        # Во что обходится песочница: та же CPU-лабораторная без bubblewrap.
+        bare, _ = _per_submission(root, cpu_lab, count, 1, COURSE7_SANDBOX="none")
+        sandboxed = seconds[cpu_lab][1]
+        rows.append((f"{cpu_lab}, JOBS=1 без песочницы: секунд на работу", f"{bare:.2f}"))
+        rows.append(("Песочница bubblewrap: добавляет к работе", f"{sandboxed - bare:+.2f} с"))
     return rows
 
 
