@@ -16,7 +16,7 @@ STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[$(EXTRAS)]'
 	@touch $@
 
 env: $(STAMP)
@@ -41,10 +41,11 @@ browser:
 sandbox:
 	@bash .ci/install-sandbox
 
-# Тесты идут в несколько процессов (pytest-xdist, по числу ядер). Кэш компиляции JAX — на
-# весь прогон: крошечная Gemma компилирует одни и те же программы во многих тетрадках, а с
+# Тесты идут в несколько процессов (pytest-xdist): на один больше, чем ядер, — многие тесты
+# ждут ядро, песочницу или браузер, и лишний процесс занимает это время. Кэш компиляции JAX —
+# на весь прогон: крошечная Gemma компилирует одни и те же программы во многих тетрадках, а с
 # кэшем — один раз. Время каждого теста — в .course-work/*-times.xml (их читает make bench).
-TEST_WORKERS ?= auto
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 JAX_TEST_CACHE := JAX_COMPILATION_CACHE_DIR=$(CURDIR)/.course-work/jax-cache \
 	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
 	JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES=none

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -50,8 +51,18 @@ def require_function(fn: Any) -> None:
         )
 
 
-#: Сколько секунд ждать один вызов функции учащегося.
+#: Сколько секунд ждать один вызов функции учащегося (при оценивании бюджет задаёт
+#: преподаватель: переменная окружения :data:`CALL_LIMIT_ENV` ядра).
 CALL_TIME_LIMIT = 10.0
+CALL_LIMIT_ENV = "FEEDBACK_CALL_SECONDS"
+
+
+def call_time_limit() -> float:
+    """Предел одного вызова: из :data:`CALL_LIMIT_ENV`, иначе :data:`CALL_TIME_LIMIT`."""
+    try:
+        return float(os.environ[CALL_LIMIT_ENV])
+    except (KeyError, ValueError):
+        return CALL_TIME_LIMIT
 
 
 class _CallTimeLimit(BaseException):
@@ -93,9 +104,9 @@ def observe_call(
 
     Исход — описание возвращённого значения (:func:`feedback.values.describe`),
     ``{"t": "raised", …}`` для исключения или ``{"t": "timeout"}`` для вызова дольше
-    ``time_limit`` секунд (по умолчанию :data:`CALL_TIME_LIMIT`).
+    ``time_limit`` секунд (по умолчанию :func:`call_time_limit`).
     """
-    time_limit = CALL_TIME_LIMIT if time_limit is None else time_limit
+    time_limit = call_time_limit() if time_limit is None else time_limit
     try:
         with _time_limit(time_limit):
             value = fn(*case.values())
@@ -111,7 +122,7 @@ def learner_value(outcome: Any, case: dict[str, Any]) -> Any:
     kind = outcome.get("t") if isinstance(outcome, dict) else None
     if kind == "timeout":
         raise LearnerProblem(
-            f"функция не вернула ответ за {format_plain(float(outcome.get('seconds', 0)), 0)} с.",
+            f"функция не вернула ответ за {format_plain(float(outcome.get('seconds', 0)), 1)} с.",
             describe_case(case),
             "Проверьте, нет ли в ней бесконечного цикла.",
         )

@@ -93,8 +93,8 @@ def graded_class(tmp_path_factory, sandbox) -> GradedClass:
     patch.setenv("COURSE7_GRADING_DIR", str(work))
     patch.delenv("COURSE7_TINY", raising=False)
     # Короткие бюджеты для класса: зависшие работы не должны тянуть время тестов.
-    patch.setattr(grade, "CPU_LIMITS", Limits(notebook_seconds=60, cell_seconds=8,
-                                              memory_bytes=int(1.5 * GIB)))  # fmt: skip
+    short = Limits(notebook_seconds=60, cell_seconds=8, memory_bytes=int(1.5 * GIB), call_seconds=2)
+    patch.setattr(grade, "CPU_LIMITS", short)
     started = time.monotonic()
     try:
         grade.grade(folder, jobs=2)

@@ -234,3 +234,22 @@ def test_a_hanging_function_is_stopped_and_not_called_again(monkeypatch):
     result = flops.check_compute_num_flops(hangs)
     assert not result.passed and "не вернула ответ" in result.message
     assert len(calls) == 1 and time.monotonic() - started < 3
+
+
+def test_the_teacher_sets_the_call_budget_through_the_kernel_environment(monkeypatch):
+    import time
+
+    monkeypatch.setenv("FEEDBACK_CALL_SECONDS", "0.2")
+
+    def hangs(p, n):
+        while True:
+            pass
+
+    started = time.monotonic()
+    result = flops.check_compute_num_flops(hangs)
+    assert not result.passed and "0,2" in result.message
+    assert time.monotonic() - started < 2
+    monkeypatch.setenv("FEEDBACK_CALL_SECONDS", "не число")
+    from feedback.calling import CALL_TIME_LIMIT, call_time_limit
+
+    assert call_time_limit() == CALL_TIME_LIMIT

@@ -112,7 +112,8 @@ def _allowed(releases: dict[str, nbformat.NotebookNode]) -> dict[str, list[str]]
 
 
 def limits_for(release: nbformat.NotebookNode, env: dict[str, str] | None = None) -> Limits:
-    """Бюджеты лабораторной с учётом COURSE7_NOTEBOOK_TIMEOUT, _CELL_TIMEOUT, _MEMORY_LIMIT."""
+    """Бюджеты лабораторной с учётом COURSE7_NOTEBOOK_TIMEOUT, _CELL_TIMEOUT, _CALL_TIMEOUT,
+    _MEMORY_LIMIT."""
     env = os.environ if env is None else env
     gpu = release.metadata.get("course7", {}).get("extra") == "gpu"
     limits = GPU_LIMITS if gpu else CPU_LIMITS
@@ -121,6 +122,8 @@ def limits_for(release: nbformat.NotebookNode, env: dict[str, str] | None = None
         changes["notebook_seconds"] = float(env["COURSE7_NOTEBOOK_TIMEOUT"])
     if env.get("COURSE7_CELL_TIMEOUT"):
         changes["cell_seconds"] = float(env["COURSE7_CELL_TIMEOUT"])
+    if env.get("COURSE7_CALL_TIMEOUT"):
+        changes["call_seconds"] = float(env["COURSE7_CALL_TIMEOUT"])
     if env.get("COURSE7_MEMORY_LIMIT"):
         changes["memory_bytes"] = parse_size(env["COURSE7_MEMORY_LIMIT"])
     return Limits(**{**limits.__dict__, **changes})
@@ -271,7 +274,7 @@ def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
 
 
 def write_tables(run: Run) -> None:
-    """problems.csv, needs_review.csv, cases.csv и выгрузка оценок."""
+    """problems.csv, needs_review.csv, cases.csv, timings.csv и выгрузка оценок."""
     gradebook.export(run.work)
     problems = sorted(run.problems, key=lambda p: (p.student, p.lab, p.file, p.problem))
     _write_csv(
@@ -292,6 +295,15 @@ def write_tables(run: Run) -> None:
         [
             [c["student_id"], c["lab"], c["grade_id"], json.dumps(c["params"], ensure_ascii=False)]
             for c in cases
+        ],
+    )
+    timings = sorted(run.timings, key=lambda t: (t["student_id"], t["lab"]))
+    _write_csv(
+        run.work / "timings.csv",
+        ["student_id", "lab", "seconds"],
+        [
+            [t["student_id"], t["lab"], f"{t['seconds']:.1f}" if t["seconds"] else ""]
+            for t in timings
         ],
     )
 

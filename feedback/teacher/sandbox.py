@@ -71,6 +71,7 @@ class Limits:
     flood_bytes: int = 64 * MIB  # столько вывода — уже не работа, а флуд: ядро убивается
     disk_bytes: int = 256 * MIB
     processes: int = 64
+    call_seconds: float = 10  # один вызов функции учащегося в проверке
 
 
 def parse_size(text: str) -> int:

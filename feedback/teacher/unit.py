@@ -22,6 +22,7 @@ from typing import Any
 
 import nbformat
 
+from feedback.calling import CALL_LIMIT_ENV
 from feedback.teacher.assemble import SKIP_TAG, assemble, parse_check_call, probe_source
 from feedback.teacher.caches import cache_root, tiny_model_cache
 from feedback.teacher.execute import execute
@@ -134,6 +135,7 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
     limits = Limits(**job.get("limits", {}))
     unit_dir = Path(job["unit_dir"])
     env, readonly, writable = kernel_caches(job, unit_dir)
+    env[CALL_LIMIT_ENV] = str(limits.call_seconds)
     execution = execute(
         runnable, unit_dir, job["sandbox"], limits, env, readonly, writable, job.get("cpus")
     )
