@@ -13,10 +13,12 @@ STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 .PHONY: lab test lint unit nbval notebooks release check-notebooks grade feedback public sandbox \
 	bench gpu-check env browser clean
 
+# Байт-код компилируется при установке: в песочнице оценивания site-packages только для
+# чтения, и без готовых .pyc каждое ядро компилировало бы tensorflow и keras заново.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	@touch $@
 
 env: $(STAMP)
