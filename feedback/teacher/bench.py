@@ -52,13 +52,14 @@ def _timed_command(folder: Path, jobs: int = 1, **env: str) -> float:
 def _per_submission(root: Path, lab: str, count: int, jobs: int, **env: str) -> tuple[float, float]:
     """Секунды на работу и постоянная часть запуска для класса из копий эталона ``lab``.
 
-    Цена одной работы — разница между классами из ``count`` и из одной работы: в ней нет
-    разовых расходов запуска (старт процессов, шаблоны отчётов).
+    Цена работы — прирост времени от класса из ``count`` работ к классу из ``2·count``,
+    делённый на ``count``: в нём нет разовых расходов запуска (старт процессов, шаблоны
+    отчётов), а при ``count``, кратном ``jobs``, оба класса занимают все процессы поровну.
     """
-    one = _timed_command(_class_folder(root / "one", lab, 1), jobs, **env)
-    many = _timed_command(_class_folder(root / "many", lab, count), jobs, **env)
-    per = (many - one) / (count - 1)
-    return per, one - per
+    half = _timed_command(_class_folder(root / "half", lab, count), jobs, **env)
+    full = _timed_command(_class_folder(root / "full", lab, 2 * count), jobs, **env)
+    per = (full - half) / count
+    return per, half - count * per
 
 
 def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tuple[str, str]]:
@@ -126,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu-lab", default="lab_7_2_training_flops")
     parser.add_argument("--gpu-lab", default="lab_7_6_gradient_accumulation")
-    parser.add_argument("--submissions", type=int, default=8, help="работ CPU-лабораторной")
-    parser.add_argument("--gpu-submissions", type=int, default=4, help="работ GPU-лабораторной")
+    parser.add_argument(
+        "--submissions", type=int, default=8, help="работ CPU-лабораторной (и класс вдвое больше)"
+    )
+    parser.add_argument("--gpu-submissions", type=int, default=4, help="то же для GPU-лабораторной")
     args = parser.parse_args(argv)
     rows = measure(args.cpu_lab, args.gpu_lab, args.submissions, args.gpu_submissions)
     print(table(rows + test_groups()))
