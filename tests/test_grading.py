@@ -184,6 +184,17 @@ def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch, sandbox)
     assert "petrov" not in {student for student, _ in scores}
 
 
+def test_teacher_budgets_come_from_the_environment():
+    from nbformat.v4 import new_notebook
+
+    from feedback.teacher.grade import limits_for
+
+    env = {"COURSE7_CALL_TIMEOUT": "3", "COURSE7_CELL_TIMEOUT": "30", "COURSE7_MEMORY_LIMIT": "2G"}
+    limits = limits_for(new_notebook(), env)
+    assert (limits.call_seconds, limits.cell_seconds, limits.memory_bytes) == (3, 30, 2 * 1024**3)
+    assert limits_for(new_notebook(), {}).call_seconds == 10
+
+
 def test_setup_errors_exit_with_code_2(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
     assert grading.main([str(tmp_path / "нет такой папки")]) == 2

@@ -112,8 +112,7 @@ def _allowed(releases: dict[str, nbformat.NotebookNode]) -> dict[str, list[str]]
 
 
 def limits_for(release: nbformat.NotebookNode, env: dict[str, str] | None = None) -> Limits:
-    """Бюджеты лабораторной с учётом COURSE7_NOTEBOOK_TIMEOUT, _CELL_TIMEOUT, _CALL_TIMEOUT,
-    _MEMORY_LIMIT."""
+    """Бюджеты лабораторной; их меняют переменные COURSE7_*_TIMEOUT и COURSE7_MEMORY_LIMIT."""
     env = os.environ if env is None else env
     gpu = release.metadata.get("course7", {}).get("extra") == "gpu"
     limits = GPU_LIMITS if gpu else CPU_LIMITS
