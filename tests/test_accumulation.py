@@ -308,7 +308,9 @@ def test_learning_rate_schedule_sees_micro_steps(keras, xy):
 def test_accumulation_demo_matches_full_batch(keras):
     start = time.perf_counter()
     table, equal = accumulation.accumulation_demo()
-    assert time.perf_counter() - start < 5
+    # Демонстрация, а не обучение: секунды. Запас — на параллельный прогон тестов (под
+    # нагрузкой CI одна и та же демонстрация шла от 1 до 5,5 с).
+    assert time.perf_counter() - start < 15
     assert equal is True
     assert list(table.columns) == list(accumulation.DEMO_COLUMNS)
     assert len(table) == 3 * 2 + 2  # ядро 3×2 и смещение 2
