@@ -26,3 +26,8 @@ def test_nothing_to_show_gives_no_marker_and_huge_output_is_cut():
     huge = [{"output_type": "stream", "name": "stdout", "text": "я" * (CELL_LIMIT + 10)}]
     shown = submitted(huge, "x")
     assert "обрезано" in shown[-1].text and len(shown) == 2
+
+
+def test_a_submitted_image_cannot_break_out_of_its_attribute():
+    raw = [{"output_type": "display_data", "data": {"image/png": '"><script>x()</script>'}}]
+    assert submitted(raw, "сдано") == []

@@ -54,3 +54,21 @@ def test_notebook_outputs_and_learner_markdown_are_cleaned():
     assert "<script" not in cells[0]["source"] and cells[0]["source"].startswith("Ответ")
     assert cells[1]["source"] == "Текст курса <b>как есть</b>"
     assert cells[2]["outputs"][0]["data"] == {"text/html": "<p>ok</p>x()"}
+
+
+def test_images_svg_and_markdown_outputs_cannot_carry_active_content():
+    from feedback.teacher.safe_html import clean_output_data
+
+    escape = 'iVBOR"><script>alert(1)</script>'
+    data = {
+        "image/png": escape,
+        "image/jpeg": "/9j/4AAQ\nSkZJRg==",
+        "image/svg+xml": "<svg onload='x()'></svg>",
+        "text/markdown": "**ok** <script>x()</script>",
+        "text/plain": "текст",
+    }
+    assert clean_output_data(data) == {
+        "image/jpeg": "/9j/4AAQ\nSkZJRg==",
+        "text/markdown": "**ok** x()",
+        "text/plain": "текст",
+    }

@@ -19,7 +19,7 @@ from typing import Any
 
 import nbformat
 
-from feedback.teacher.safe_html import clean_html
+from feedback.teacher.safe_html import clean_output_data
 
 #: Что показываем из сданного вывода (остальное, в том числе JavaScript и виджеты, — нет).
 SHOWN_TYPES = ("text/html", "image/png", "image/jpeg", "text/plain")
@@ -73,7 +73,8 @@ def _one(raw: Any) -> nbformat.NotebookNode | None:
     for mime in SHOWN_TYPES:
         value = _text(raw_data.get(mime)) if isinstance(raw_data, dict) else None
         if value is not None:
-            data[mime] = clean_html(value) if mime == "text/html" else value
+            data[mime] = value
+    clean_output_data(data)
     return nbformat.v4.new_output("display_data", data=data) if data else None
 
 

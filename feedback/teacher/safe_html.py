@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import re
+
 import bleach
 from bleach.css_sanitizer import CSSSanitizer
 
@@ -45,8 +47,18 @@ _CLEANER = bleach.Cleaner(
     strip_comments=True,
     css_sanitizer=CSSSanitizer(allowed_css_properties=CSS_PROPERTIES),
 )
-#: Выводы, которые в проверенную тетрадку не попадают совсем.
-ACTIVE_TYPES = ("application/javascript", "text/javascript", "application/x-javascript")
+#: Выводы, которые в проверенную тетрадку не попадают совсем: скрипты и SVG (nbconvert
+#: вставляет SVG в страницу как есть, а в нём бывают скрипты и обработчики событий).
+ACTIVE_TYPES = (
+    "application/javascript",
+    "text/javascript",
+    "application/x-javascript",
+    "image/svg+xml",
+)
+#: Картинки, которые nbconvert подставляет в ``src="data:…;base64,{данные}"`` без
+#: экранирования: допустимы только символы base64, иначе кавычка вывела бы их из атрибута.
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 
 
 def clean_html(text: str) -> str:
@@ -63,11 +75,21 @@ def clean_notebook(nb: dict) -> dict:
             data = output.get("data")
             if not isinstance(data, dict):
                 continue
-            for mime in ACTIVE_TYPES:
-                data.pop(mime, None)
-            if "text/html" in data:
-                data["text/html"] = clean_html(_joined(data["text/html"]))
+            clean_output_data(data)
     return nb
+
+
+def clean_output_data(data: dict) -> dict:
+    """Данные одного вывода (по типам MIME) без активного содержимого (на месте)."""
+    for mime in ACTIVE_TYPES:
+        data.pop(mime, None)
+    for mime in IMAGE_TYPES:
+        if mime in data and not _BASE64.fullmatch(_joined(data[mime])):
+            data.pop(mime)
+    for mime in ("text/html", "text/markdown"):  # Markdown nbconvert тоже пропускает HTML
+        if mime in data:
+            data[mime] = clean_html(_joined(data[mime]))
+    return data
 
 
 def _joined(value: object) -> str:
