@@ -385,8 +385,11 @@ def test_keras_hub_loss_is_divided_by_positions_not_answer_tokens(keras):
     def one(tree, i):
         return jax.tree_util.tree_map(lambda array: array[i : i + 1], tree)
 
-    batch = jax.value_and_grad(loss)(trainable, x, y, weights)
-    micro = [jax.value_and_grad(loss)(trainable, *one((x, y, weights), i)) for i in range(2)]
+    # Одна компиляция на форму батча: без jit JAX компилирует каждую операцию отдельно (в CI —
+    # около минуты).
+    loss_and_grad = jax.jit(jax.value_and_grad(loss))
+    batch = loss_and_grad(trainable, x, y, weights)
+    micro = [loss_and_grad(trainable, *one((x, y, weights), i)) for i in range(2)]
     np.testing.assert_allclose(batch[0], (micro[0][0] + micro[1][0]) / 2, rtol=1e-5)
     for full, first, second in zip(batch[1], micro[0][1], micro[1][1], strict=True):
         np.testing.assert_allclose(full, (first + second) / 2, rtol=1e-4, atol=1e-7)

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -204,12 +205,31 @@ def test_setup_errors_exit_with_code_2(tmp_path, monkeypatch):
     assert grading.main([str(tmp_path / "empty")]) == 2
 
 
-def validate(path: Path, invert: bool = False) -> str:
-    command = [sys.executable, "-m", "nbgrader", "validate", str(path)]
+VALIDATING = re.compile(r"Validating '([^']+)'")
+
+
+def validate(paths: list[Path], invert: bool = False) -> dict[str, str]:
+    """``nbgrader validate`` всех тетрадок одним вызовом; ответ nbgrader по лабораторным.
+
+    Один вызов, а не по вызову на тетрадку: сам запуск nbgrader стоит около 3 с. Ответ о
+    тетрадке идёт за строкой журнала «Validating '…'», поэтому вывод читается одним потоком.
+    """
+    command = [sys.executable, "-m", "nbgrader", "validate", *map(str, paths)]
     if invert:
         command.append("--invert")
-    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    return out.stdout + out.stderr
+    out = subprocess.run(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    parts = VALIDATING.split(out.stdout)  # [начало, путь, ответ, путь, ответ, …]
+    paths_and_answers = zip(parts[1::2], parts[2::2], strict=True)
+    answers = {Path(path).parent.name: text for path, text in paths_and_answers}
+    assert len(answers) == len(paths), out.stdout[-4000:]
+    return answers
 
 
 ALL_LABS = sorted(path.parent.name for path in (ROOT / "solutions").glob("*/*.ipynb"))
@@ -225,13 +245,24 @@ def has_autograded_tests(lab: str) -> bool:
     )
 
 
+@pytest.fixture(scope="module")
+def validated() -> dict[str, dict[str, str]]:
+    """Ответы ``nbgrader validate``: на исходники и (с ``--invert``) на тетрадки учащихся."""
+    students = [lab for lab in ALL_LABS if has_autograded_tests(lab)]
+    return {
+        "source": validate([ROOT / "solutions" / lab / f"{lab}.ipynb" for lab in ALL_LABS]),
+        "student": validate(
+            [ROOT / "notebooks" / lab / f"{lab}.ipynb" for lab in students], invert=True
+        ),
+    }
+
+
+@pytest.mark.xdist_group("nbgrader_validate")  # оба вызова nbgrader — в одном процессе
 @pytest.mark.parametrize("lab", ALL_LABS)
-def test_nbgrader_validate_passes_sources_and_fails_student_notebooks(lab):
-    assert "Success! Your notebook passes all the tests." in validate(
-        ROOT / "solutions" / lab / f"{lab}.ipynb"
-    )
+def test_nbgrader_validate_passes_sources_and_fails_student_notebooks(lab, validated):
+    assert "Success! Your notebook passes all the tests." in validated["source"][lab]
     if has_autograded_tests(lab):
-        student = validate(ROOT / "notebooks" / lab / f"{lab}.ipynb", invert=True)
+        student = validated["student"][lab]
         assert "Success! The notebook does not pass any tests." in student
 
 
