@@ -43,23 +43,27 @@ browser:
 sandbox:
 	@bash .ci/install-sandbox
 
-# Тесты идут в несколько процессов (pytest-xdist): на один больше, чем ядер, — многие тесты
-# ждут ядро, песочницу или браузер, и лишний процесс занимает это время. Кэш компиляции JAX —
-# на весь прогон: крошечная Gemma компилирует одни и те же программы во многих тетрадках, а с
-# кэшем — один раз. Время каждого теста — в .course-work/*-times.xml (их читает make bench).
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-JAX_TEST_CACHE := JAX_COMPILATION_CACHE_DIR=$(CURDIR)/.course-work/jax-cache \
+# Тесты идут в несколько процессов (pytest-xdist): на два больше, чем ядер, — многие тесты
+# ждут ядро, песочницу, браузер или истечения бюджета, и лишние процессы занимают это время.
+# Кэши — свои у прогона, в .course-work/: крошечная Gemma собирается один раз (до решений, а
+# не наперегонки в четырёх тетрадках), а кэш компиляции JAX общий — крошечная Gemma
+# компилирует одни и те же программы во многих тетрадках, а с кэшем — один раз. Время каждого
+# теста — в .course-work/*-times.xml (их читает make bench).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
+TEST_CACHES := COURSE7_CACHE_DIR=$(CURDIR)/.course-work/cache \
+	JAX_COMPILATION_CACHE_DIR=$(CURDIR)/.course-work/jax-cache \
 	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
 	JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES=none
 
 unit: $(STAMP) browser sandbox
-	$(JAX_TEST_CACHE) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup \
+	$(TEST_CACHES) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup \
 		--junitxml=.course-work/test-times.xml
 
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.
 # GPU-лабораторные идут в крошечном режиме (COURSE7_TINY=1): без видеокарты и без интернета.
 nbval: $(STAMP)
-	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg $(JAX_TEST_CACHE) $(BIN)/python -m pytest \
+	$(TEST_CACHES) $(BIN)/python -c "from feedback.tiny_gemma import tiny_preset_path as p; p()"
+	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg $(TEST_CACHES) $(BIN)/python -m pytest \
 		-p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --nbval-lax --nbval-current-env \
 		--junitxml=.course-work/nbval-times.xml solutions/
 
