@@ -13,12 +13,15 @@ STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 .PHONY: lab test lint unit nbval notebooks release check-notebooks grade feedback public sandbox \
 	bench gpu-check env browser clean
 
-# Байт-код компилируется при установке: в песочнице оценивания site-packages только для
-# чтения, и без готовых .pyc каждое ядро компилировало бы tensorflow и keras заново.
+# Ставит uv (версия — из дополнения dev в pyproject.toml), а он — пакет курса и свежий pip:
+# uv разрешает зависимости и пишет байт-код на всех ядрах. Байт-код нужен сразу: в песочнице
+# оценивания site-packages только для чтения, и без готовых .pyc каждое ядро компилировало бы
+# tensorflow и keras заново.
+UV_PIN := $(shell grep -o '"uv==[^"]*"' pyproject.toml)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(UV_PIN)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode pip -e '.[$(EXTRAS)]'
 	@touch $@
 
 env: $(STAMP)

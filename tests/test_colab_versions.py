@@ -3,7 +3,7 @@
 Colab до сих пор ставит IPython 7.34 и ipywidgets 7.7, а наше окружение .venv — самые
 свежие версии. Тест один раз собирает отдельное окружение ``.course-work/colab-venv``
 (заново — только при изменении pyproject.toml или списка версий ниже), ставит в него пакет
-курса без зависимостей (``pip install --no-deps -e``) и в нём:
+курса без зависимостей (``uv pip install --no-deps -e``) и в нём:
 
 * проверяет версии и в интерпретаторе, и в ядре Jupyter;
 * выполняет решения лабораторных 7.2 и 7.4 через nbval в строгом режиме
@@ -97,12 +97,14 @@ def build_colab_venv() -> Path:
         return python
     shutil.rmtree(VENV, ignore_errors=True)
     VENV.parent.mkdir(parents=True, exist_ok=True)
-    # --no-compile: байт-код пишется при первом импорте и только для нужных модулей.
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile"]
+    # Ставит uv из дополнения dev (как make env): в разы быстрее pip. Байт-код не пишется:
+    # он появится при первом импорте и только для нужных модулей. Сам pip в окружении остаётся
+    # тем, что положил venv, — им тесты ниже строят план установки, как первая ячейка в Colab.
+    install = [sys.executable, "-m", "uv", "pip", "install", "-q", "--python", str(python)]
     steps = [
         [sys.executable, "-m", "venv", str(VENV)],
-        [*pip, *COLAB_PINS, *TOOLS],
-        [*pip, "--no-deps", "-e", str(ROOT)],
+        [*install, *COLAB_PINS, *TOOLS],
+        [*install, "--no-deps", "-e", str(ROOT)],
     ]
     for step in steps:
         done = run(step, timeout=900)
