@@ -21,7 +21,8 @@ UV_PIN := $(shell grep -o '"uv==[^"]*"' pyproject.toml)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(UV_PIN)
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode pip -e '.[$(EXTRAS)]'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
+		--upgrade-package pip pip -e '.[$(EXTRAS)]'
 	@touch $@
 
 env: $(STAMP)
