@@ -54,10 +54,11 @@ sandbox:
 # компилирует одни и те же программы во многих тетрадках, а с кэшем — один раз. Время каждого
 # теста — в .course-work/*-times.xml (их читает make bench).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
-TEST_CACHES := COURSE7_CACHE_DIR=$(CURDIR)/.course-work/cache \
+# Настройки кэша JAX — те же, что у ядер оценивания (feedback/teacher/caches.py); «=», а не
+# «:=»: читаются, когда окружение уже установлено.
+TEST_CACHES = COURSE7_CACHE_DIR=$(CURDIR)/.course-work/cache \
 	JAX_COMPILATION_CACHE_DIR=$(CURDIR)/.course-work/jax-cache \
-	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
-	JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES=none
+	$(shell $(BIN)/python -m feedback.teacher.caches)
 
 unit: $(STAMP) browser sandbox
 	$(TEST_CACHES) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup \

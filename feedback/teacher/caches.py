@@ -14,6 +14,16 @@ from pathlib import Path
 
 CACHE_ENV = "COURSE7_GRADING_CACHE"
 
+#: Кэшировать любые компиляции XLA, даже короткие и маленькие (у крошечной модели все такие).
+#: Те же настройки у ядер оценивания и у тестов (make test читает их отсюда: ``python -m
+#: feedback.teacher.caches``).
+JAX_COMPILATION_CACHE_ENV = {
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    # Без кэшей самого XLA: их путь входит в ключ, и копия кэша в другой папке не совпала бы.
+    "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none",
+}
+
 
 def cache_root(preferred: str | None = None) -> Path:
     """Папка кэшей: из задания, ``$COURSE7_GRADING_CACHE`` или ``~/.cache/course7-grading``."""
@@ -56,3 +66,12 @@ def _copy_atomically(source: Path, target: Path) -> None:
         pass  # не вышло (или другой процесс успел раньше) — tiny_preset_path соберёт сам
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def main() -> None:
+    """``python -m feedback.teacher.caches`` — настройки кэша JAX строкой ``ИМЯ=значение …``."""
+    print(" ".join(f"{name}={value}" for name, value in JAX_COMPILATION_CACHE_ENV.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -33,7 +33,7 @@ from typing import Any
 import nbformat
 
 from feedback.teacher import gradebook, uploads
-from feedback.teacher.caches import tiny_model_cache
+from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.release import ROOT, lab_sources
 from feedback.teacher.reports import ReportWriter
 from feedback.teacher.review import allowed_helpers, course_modules
@@ -46,7 +46,7 @@ from feedback.teacher.sandbox import (
     sandbox_mode,
     sandbox_warning,
 )
-from feedback.teacher.unit import JAX_COMPILATION_CACHE_ENV, unassessed
+from feedback.teacher.unit import unassessed
 from feedback.teacher.uploads import Problem, Submission
 
 #: Лимиты по умолчанию: лабораторные на процессоре и GPU-лабораторные (крошечный режим).
@@ -192,22 +192,41 @@ def job_for(run: Run, submission: Submission, cache: Path | None) -> dict[str, A
     }
 
 
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def reference_version(source: Path, package: Path = PACKAGE) -> str:
+    """Версия эталонной проверки: исходник лабораторной, пакет проверок и настройки кэша JAX.
+
+    Изменилось что-то одно — эталонное решение проверяется и кэш прогревается заново: новая
+    проверка в пакете тоже должна пройти на эталоне, прежде чем оценивать ею работы.
+    """
+    digest = hashlib.sha256(source.read_bytes())
+    digest.update(repr(JAX_COMPILATION_CACHE_ENV).encode())
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(package)).encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def warm_up(run: Run, labs: set[str], cache: Path) -> None:
     """Эталонные решения лабораторных — через ту же песочницу, что и работы учащихся.
 
     Так проверяется сама настройка оценивания (решение должно пройти все свои проверки,
     иначе оценивать нельзя — :class:`SetupError`), а кэш компиляции JAX наполняется тем,
     что понадобится верным работам GPU-лабораторных. Делается один раз на каждую версию
-    исходника.
+    исходника и пакета (:func:`reference_version`).
     """
     jax_dir = cache / "jax"
     jax_dir.mkdir(parents=True, exist_ok=True)
     pending = {}
     for source in lab_sources():
         lab = source.parent.name
-        version = hashlib.sha256(source.read_bytes() + repr(JAX_COMPILATION_CACHE_ENV).encode())
-        stamp = jax_dir / f".checked-{lab}-{version.hexdigest()[:16]}"
-        if lab not in labs or stamp.exists():
+        if lab not in labs:
+            continue
+        stamp = jax_dir / f".checked-{lab}-{reference_version(source)}"
+        if stamp.exists():
             continue
         reference = Submission("эталон", lab, str(source), json.loads(source.read_text("utf-8")))
         job = job_for(run, reference, cache)

@@ -24,7 +24,7 @@ import nbformat
 
 from feedback.calling import CALL_LIMIT_ENV
 from feedback.teacher.assemble import SKIP_TAG, assemble, parse_check_call, probe_source
-from feedback.teacher.caches import cache_root, tiny_model_cache
+from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, cache_root, tiny_model_cache
 from feedback.teacher.execute import execute
 from feedback.teacher.learner_outputs import marker, submitted
 from feedback.teacher.review import course_modules, scan
@@ -83,15 +83,6 @@ def kernel_caches(job: dict[str, Any], unit_dir: Path) -> tuple[dict, list[str],
     if jax_cache:
         env.update(JAX_COMPILATION_CACHE_ENV, JAX_COMPILATION_CACHE_DIR=jax_cache)
     return env, readonly, writable
-
-
-#: Кэшировать любые компиляции XLA, даже короткие и маленькие (у крошечной модели все такие).
-JAX_COMPILATION_CACHE_ENV = {
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-    # Без кэшей самого XLA: их путь входит в ключ, и копия кэша в другой папке не совпала бы.
-    "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none",
-}
 
 
 def run_unit(job: dict[str, Any]) -> dict[str, Any]:
