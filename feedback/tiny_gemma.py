@@ -271,6 +271,7 @@ def tiny_preset_path(
     cache_dir: str | os.PathLike | None = None,
     env: dict[str, str] | None = None,
     isolated: bool = True,
+    reuse_from: str | os.PathLike | None = None,
 ) -> str:
     """Возвращает каталог крошечного пресета, собирая его при первом вызове.
 
@@ -278,16 +279,21 @@ def tiny_preset_path(
     ``$COURSE7_CACHE_DIR`` или ``~/.cache/course7``. Сборка (несколько секунд)
     идёт в отдельном процессе (``isolated=True``) во временный каталог, который
     затем атомарно переименовывается, поэтому прерванная сборка не оставит
-    полупустой пресет.
+    полупустой пресет. Если в другом кэше ``reuse_from`` уже лежит та же сборка,
+    она копируется: сборка детерминирована, а копия — доли секунды.
     """
     root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir(env)
-    target = root / PRESET_SUBDIR / build_fingerprint()
+    fingerprint = build_fingerprint()
+    target = root / PRESET_SUBDIR / fingerprint
     if (target / "config.json").exists():
         return str(target)
+    built = Path(reuse_from).expanduser() / PRESET_SUBDIR / fingerprint if reuse_from else None
     target.parent.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
     try:
-        if isolated:
+        if built is not None and (built / "config.json").exists():
+            shutil.copytree(built, workdir / "preset")
+        elif isolated:
             _build_in_subprocess(workdir / "preset")
         else:
             build_preset(workdir / "preset")

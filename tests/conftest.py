@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import time
@@ -38,12 +37,9 @@ def lenient_checks(monkeypatch):
 
 def tree_hash(folder: Path) -> str:
     """Хэш всех файлов папки (имена и содержимое), кроме кэшей Python."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(folder)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+    from feedback.teacher.grade import tree_digest
+
+    return tree_digest(folder).hex()
 
 
 @dataclass

@@ -8,8 +8,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 CACHE_ENV = "COURSE7_GRADING_CACHE"
@@ -35,37 +33,13 @@ def tiny_model_cache(root: Path) -> Path:
     """Папка с собранной крошечной Gemma (``COURSE7_CACHE_DIR`` для ядра); собирает при нужде.
 
     Если на этой машине та же сборка уже лежит в обычном кэше курса (преподаватель сам
-    выполнял GPU-лабораторные в учебном режиме), она копируется: сборка детерминирована
-    (tests/test_tiny_gemma.py), а копия — доли секунды вместо десятка секунд.
+    выполнял GPU-лабораторные в учебном режиме), она копируется, а не собирается заново.
     """
-    from feedback.tiny_gemma import (
-        PRESET_SUBDIR,
-        build_fingerprint,
-        default_cache_dir,
-        tiny_preset_path,
-    )
+    from feedback.tiny_gemma import default_cache_dir, tiny_preset_path
 
     root.mkdir(parents=True, exist_ok=True)
-    fingerprint = build_fingerprint()
-    built = default_cache_dir() / PRESET_SUBDIR / fingerprint
-    target = root / PRESET_SUBDIR / fingerprint
-    if (built / "config.json").exists() and not target.exists():
-        _copy_atomically(built, target)
-    tiny_preset_path(cache_dir=root, isolated=True)
+    tiny_preset_path(cache_dir=root, isolated=True, reuse_from=default_cache_dir())
     return root
-
-
-def _copy_atomically(source: Path, target: Path) -> None:
-    """Копия папки, которая появляется целиком или никак (как и сборка в tiny_preset_path)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=".copying-", dir=target.parent))
-    try:
-        shutil.copytree(source, partial / "preset")
-        os.replace(partial / "preset", target)
-    except OSError:
-        pass  # не вышло (или другой процесс успел раньше) — tiny_preset_path соберёт сам
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
 
 
 def main() -> None:

@@ -203,11 +203,18 @@ def reference_version(source: Path, package: Path = PACKAGE) -> str:
     """
     digest = hashlib.sha256(source.read_bytes())
     digest.update(repr(JAX_COMPILATION_CACHE_ENV).encode())
-    for path in sorted(package.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(package)).encode() + b"\0")
-            digest.update(path.read_bytes())
+    digest.update(tree_digest(package))
     return digest.hexdigest()[:16]
+
+
+def tree_digest(folder: Path) -> bytes:
+    """Хэш имён и содержимого всех файлов папки, кроме байт-кода."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.digest()
 
 
 def warm_up(run: Run, labs: set[str], cache: Path) -> None:
