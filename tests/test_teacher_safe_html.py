@@ -72,3 +72,24 @@ def test_images_svg_and_markdown_outputs_cannot_carry_active_content():
         "text/markdown": "**ok** x()",
         "text/plain": "текст",
     }
+
+
+def test_image_size_from_output_metadata_cannot_add_attributes():
+    """Ширину картинки nbconvert пишет без кавычек; метаданные вывода отчёт не получает."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from feedback.teacher.safe_html import clean_notebook
+
+    output = {
+        "output_type": "display_data",
+        "data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Image>"},
+        "metadata": {"image/png": {"width": "1 onerror=alert(1)"}},
+    }
+    nb = {"cells": [{"cell_type": "code", "source": "x", "metadata": {}, "outputs": [output]}]}
+    cleaned = clean_notebook(nb)
+    assert cleaned["cells"][0]["outputs"][0]["metadata"] == {}
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
+    notebook.cells[0].outputs = [nbformat.from_dict(cleaned["cells"][0]["outputs"][0])]
+    html, _ = HTMLExporter(template_name="classic").from_notebook_node(notebook)
+    assert "onerror" not in html and "iVBORw0KGgo=" in html

@@ -72,6 +72,10 @@ def clean_notebook(nb: dict) -> dict:
         if cell.get("cell_type") == "markdown" and _written_by_learner(cell):
             cell["source"] = clean_html(_joined(cell.get("source", "")))
         for output in cell.get("outputs", []) or []:
+            if "metadata" in output:
+                # nbconvert пишет width и height картинки в тег без кавычек: «1 onerror=…»
+                # из метаданных вывода стал бы атрибутом. Метаданные отчёту не нужны.
+                output["metadata"] = {}
             data = output.get("data")
             if not isinstance(data, dict):
                 continue
