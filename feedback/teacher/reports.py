@@ -12,33 +12,69 @@ import shutil
 from pathlib import Path
 
 import nbformat
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from traitlets.config import Config
 
 from feedback.teacher.preprocessors import ReportCleanup
 from feedback.teacher.release import ROOT
+
+
+class ReportExporter(HTMLExporter):
+    """HTMLExporter без разбора готовой страницы BeautifulSoup.
+
+    nbconvert после шаблона разбирает всю страницу (≈ 170 КБ, почти всё — CSS) ради двух
+    правок: английская подпись «No description has been provided for this image» у картинок
+    без ``alt`` и ``tabindex`` у ячеек шаблона lab. В шаблоне classic, на котором стоит
+    ``feedback_ru``, ячеек lab нет, а подпись к картинкам вывода по-русски ставит сам шаблон.
+    Разбор занимал половину времени отчёта, а отчёт пишет основной процесс оценивания — по
+    одному на каждую работу, пока единицы ждут.
+    """
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        # То же, что HTMLExporter.from_notebook_node до разбора страницы (nbconvert 7).
+        language = nb.metadata.get("language_info", {})
+        lexer = language.get("pygments_lexer", language.get("name"))
+        highlight = self.filters.get(
+            "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)
+        )
+        resources = self._init_resources(resources)
+        data_types = WidgetsDataTypeFilter(
+            notebook_metadata=self._nb_metadata, parent=self, resources=resources
+        )
+        self.register_filter("highlight_code", highlight)
+        self.register_filter("filter_data_type", data_types)
+        return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+
+def report_config() -> Config:
+    """Шаблон ``feedback_ru`` и то, на чём он стоит: шаблоны и CSS formgrader из nbgrader."""
+    import nbgrader
+
+    formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    config = Config()
+    config.HTMLExporter.template_name = "feedback_ru"
+    config.HTMLExporter.extra_template_basedirs = [
+        str(ROOT / "feedback" / "teacher" / "templates"),
+        str(formgrader / "templates"),
+    ]
+    config.HTMLExporter.extra_template_paths = [
+        str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")
+    ]
+    return config
 
 
 class ReportWriter:
     """Пишет отчёты ``feedback_reports/<учащийся>/<лаб>/<лаб>.html``."""
 
     def __init__(self, work: Path) -> None:
-        import nbgrader
-        from nbconvert.exporters import HTMLExporter
         from nbgrader.preprocessors import GetGrades
-        from traitlets.config import Config
 
-        formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
-        config = Config()
-        config.HTMLExporter.template_name = "feedback_ru"
-        config.HTMLExporter.extra_template_basedirs = [
-            str(ROOT / "feedback" / "teacher" / "templates"),
-            str(formgrader / "templates"),
-        ]
-        config.HTMLExporter.extra_template_paths = [
-            str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")
-        ]
+        config = report_config()
         self.work = work
-        self.exporter = HTMLExporter(config=config)
+        self.exporter = ReportExporter(config=config)
         for preprocessor in (ReportCleanup, GetGrades, CSSHTMLHeaderPreprocessor):
             self.exporter.register_preprocessor(preprocessor(config=config), enabled=True)
 
