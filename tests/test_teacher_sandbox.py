@@ -1,5 +1,6 @@
 """Песочница ядра: что код учащегося видит, что может и где его останавливают бюджеты."""
 
+import asyncio
 import os
 import shutil
 import socket
@@ -115,6 +116,35 @@ def test_nothing_outlives_the_kernel(tmp_path):
     assert "started" in text(execution, 0)
     time.sleep(4)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("mode", [pytest.param("bwrap", marks=needs_bwrap), "none"])
+def test_the_kernel_is_stopped_at_once_not_polled(tmp_path, monkeypatch, mode):
+    """jupyter_client проверяет убитое ядро раз в 0,1 с — лишняя десятая секунды на работу."""
+    from feedback.teacher import execute as execute_module
+
+    stopping, slept, kernels = [], [], []
+    real_sleep, real_shutdown = asyncio.sleep, execute_module._shutdown
+
+    async def recording_sleep(delay, *args, **kwargs):
+        if stopping:
+            slept.append(delay)
+        return await real_sleep(delay, *args, **kwargs)
+
+    async def watched_shutdown(km):
+        stopping.append(True)
+        kernels.append((km, km.provisioner.process))
+        await real_shutdown(km)
+        stopping.clear()
+
+    monkeypatch.setattr(asyncio, "sleep", recording_sleep)
+    monkeypatch.setattr(execute_module, "_shutdown", watched_shutdown)
+    execution = run(tmp_path, "print('ok')", mode=mode)
+    assert "ok" in text(execution, 0)
+    [(km, process)] = kernels
+    assert process.returncode is not None  # процесс ядра завершён и собран
+    assert km.provisioner is None or km.provisioner.process is None
+    assert slept == []
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "none"])
