@@ -27,10 +27,10 @@ def test_per_submission_excludes_the_fixed_cost(tmp_path, monkeypatch):
     lab = tmp_path / "solutions" / "lab_x" / "lab_x.ipynb"
     lab.parent.mkdir(parents=True)
     lab.write_text("{}")
-    per, constant = bench._per_submission(
-        tmp_path / "work", "lab_x", 5, 2, repeats=1, COURSE7_SANDBOX="none"
+    measured = bench._per_submission(
+        tmp_path / "work", "lab_x", 5, (2,), repeats=1, COURSE7_SANDBOX="none"
     )
-    assert per == each and constant == fixed
+    assert measured == {2: (each, fixed)}
     assert seen_env == [{"COURSE7_SANDBOX": "none"}] * 2
 
 
@@ -39,18 +39,20 @@ def test_per_submission_takes_the_fastest_of_the_repeats(tmp_path, monkeypatch):
     calls = []
 
     def noisy_command(folder, jobs=1, **env):
-        calls.append(folder.name)
-        slowdown = 10.0 if len(calls) % 2 else 0.0  # каждый первый раз — помеха
-        return 3.0 + 1.5 * len(list(folder.iterdir())) + slowdown
+        calls.append((folder.name, jobs))
+        slowdown = 10.0 if len(calls) <= 4 else 0.0  # первый круг — помеха
+        return 3.0 + 1.5 * len(list(folder.iterdir())) / jobs + slowdown
 
     monkeypatch.setattr(bench, "_timed_command", noisy_command)
     monkeypatch.setattr(bench, "ROOT", tmp_path)
     lab = tmp_path / "solutions" / "lab_x" / "lab_x.ipynb"
     lab.parent.mkdir(parents=True)
     lab.write_text("{}")
-    per, constant = bench._per_submission(tmp_path / "work", "lab_x", 5, 2, repeats=2)
-    assert (per, constant) == (1.5, 3.0)
-    assert calls == ["half", "half", "full", "full"]
+    measured = bench._per_submission(tmp_path / "work", "lab_x", 5, (1, 2), repeats=2)
+    assert measured == {1: (1.5, 3.0), 2: (0.75, 3.0)}
+    # JOBS=1 и JOBS=2 чередуются: оба видят одни и те же минуты работы машины.
+    rounds = [("half", 1), ("full", 1), ("half", 2), ("full", 2)]
+    assert calls == rounds * 2
 
 
 def test_test_groups_sum_by_file_and_sort_slowest_first(tmp_path):

@@ -56,21 +56,32 @@ REPEATS = 2
 
 
 def _per_submission(
-    root: Path, lab: str, count: int, jobs: int, repeats: int = REPEATS, **env: str
-) -> tuple[float, float]:
-    """Секунды на работу и постоянная часть запуска для класса из копий эталона ``lab``.
+    root: Path, lab: str, count: int, jobs: tuple[int, ...], repeats: int = REPEATS, **env: str
+) -> dict[int, tuple[float, float]]:
+    """Секунды на работу и постоянная часть запуска при каждом ``JOBS`` из ``jobs``.
 
     Цена работы — прирост времени от класса из ``count`` работ к классу из ``2·count``,
     делённый на ``count``: в нём нет разовых расходов запуска (старт процессов, шаблоны
-    отчётов), а при ``count``, кратном ``jobs``, оба класса занимают все процессы поровну.
-    Каждый класс оценивается ``repeats`` раз, в счёт идёт самый быстрый.
+    отчётов), а при ``count``, кратном каждому ``JOBS``, оба класса занимают все процессы
+    поровну. Каждый класс оценивается ``repeats`` раз, в счёт идёт самый быстрый. Замеры при
+    разных ``JOBS`` чередуются: скорость машины меняется за минуты, и ускорение сравнивает
+    запуски из одних и тех же минут, а не «все JOBS=1, потом все JOBS=2».
     """
     half_class = _class_folder(root / "half", lab, count)
     full_class = _class_folder(root / "full", lab, 2 * count)
-    half = min(_timed_command(half_class, jobs, **env) for _ in range(repeats))
-    full = min(_timed_command(full_class, jobs, **env) for _ in range(repeats))
-    per = (full - half) / count
-    return per, half - count * per
+    half: dict[int, float] = {}
+    full: dict[int, float] = {}
+    for _ in range(repeats):
+        for n in jobs:
+            seconds = _timed_command(half_class, n, **env)
+            half[n] = min(half.get(n, seconds), seconds)
+            seconds = _timed_command(full_class, n, **env)
+            full[n] = min(full.get(n, seconds), seconds)
+    result = {}
+    for n in jobs:
+        per = (full[n] - half[n]) / count
+        result[n] = (per, half[n] - count * per)
+    return result
 
 
 def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tuple[str, str]]:
@@ -93,14 +104,14 @@ def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tupl
         ]
         seconds = {}
         for lab, n in ((cpu_lab, count), (gpu_lab, gpu_count)):
-            per = seconds[lab] = {}
-            for jobs in (1, 2):
-                per[jobs], fixed = _per_submission(root, lab, n, jobs)
-                rows.append((f"{lab}, JOBS={jobs}: секунд на работу", f"{per[jobs]:.2f}"))
+            measured = _per_submission(root, lab, n, (1, 2))
+            per = seconds[lab] = {jobs: each for jobs, (each, _) in measured.items()}
+            for jobs, (each, fixed) in measured.items():
+                rows.append((f"{lab}, JOBS={jobs}: секунд на работу", f"{each:.2f}"))
                 rows.append((f"{lab}, JOBS={jobs}: постоянная часть запуска", f"{fixed:.1f} с"))
             rows.append((f"{lab}: ускорение JOBS=2 к JOBS=1", f"{per[1] / per[2]:.2f}×"))
         # Во что обходится песочница: та же CPU-лабораторная без bubblewrap.
-        bare, _ = _per_submission(root, cpu_lab, count, 1, COURSE7_SANDBOX="none")
+        [(bare, _)] = _per_submission(root, cpu_lab, count, (1,), COURSE7_SANDBOX="none").values()
         sandboxed = seconds[cpu_lab][1]
         rows.append((f"{cpu_lab}, JOBS=1 без песочницы: секунд на работу", f"{bare:.2f}"))
         rows.append(("Песочница bubblewrap: добавляет к работе", f"{sandboxed - bare:+.2f} с"))
