@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 import nbformat
+from jupyter_client.asynchronous import AsyncKernelClient
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
@@ -52,6 +55,54 @@ def _output_size(output: Any) -> int:
     return sum(
         len(value if isinstance(value, str) else json.dumps(value)) for value in data.values()
     )
+
+
+class PromptKernelClient(AsyncKernelClient):
+    """Клиент ядра, который не выжидает 0,2 с тишины после того, как ядро готово.
+
+    ``wait_for_ready`` в jupyter_client, получив ответ на ``kernel_info``, читает IOPub,
+    пока тот не замолчит на 0,2 с: пятая часть времени, за которое оценивается работа
+    CPU-лабораторной, уходила на ожидание. Здесь чтение заканчивается на статусе «idle»
+    для запроса, на который пришёл ответ: раз он дошёл, IOPub подключён и всё, что ядро
+    опубликовало раньше, прочитано, а без новых запросов ядро молчит. Не дошёл за 0,2 с
+    (подписка IOPub ещё не установилась) — запрос повторяется, как в jupyter_client.
+    """
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (math.inf if timeout is None else timeout)
+        sent: set[str] = set()
+        while True:
+            sent.add(self.kernel_info())
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+            except Empty:
+                reply = None
+            if (
+                reply is not None
+                and reply["msg_type"] == "kernel_info_reply"
+                and reply["parent_header"].get("msg_id") in sent
+                and await self._idle_after(reply["parent_header"]["msg_id"])
+            ):
+                self._handle_kernel_info_reply(reply)
+                return
+            if not await self.is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+    async def _idle_after(self, request: str) -> bool:
+        """Читает IOPub до статуса «idle» запроса ``request``; ``False`` — не дождался за 0,2 с."""
+        while True:
+            try:
+                message = await self.iopub_channel.get_msg(timeout=0.2)
+            except Empty:
+                return False
+            if (
+                message["msg_type"] == "status"
+                and message["content"].get("execution_state") == "idle"
+                and message["parent_header"].get("msg_id") == request
+            ):
+                return True
 
 
 class BudgetedClient(NotebookClient):
@@ -103,6 +154,7 @@ async def _run(
     deadline = started + limits.notebook_seconds
     status = ["skipped" if cell.cell_type != "code" else "not-run" for cell in nb.cells]
     km = kernel_manager(unit_dir, mode, limits, extra_env, readonly, writable, cpus)
+    km.client_factory = PromptKernelClient
     client = BudgetedClient(
         nb,
         km,
