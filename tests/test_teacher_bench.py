@@ -27,10 +27,8 @@ def test_per_submission_excludes_the_fixed_cost(tmp_path, monkeypatch):
     lab = tmp_path / "solutions" / "lab_x" / "lab_x.ipynb"
     lab.parent.mkdir(parents=True)
     lab.write_text("{}")
-    measured = bench._per_submission(
-        tmp_path / "work", "lab_x", 5, (2,), repeats=1, COURSE7_SANDBOX="none"
-    )
-    assert measured == {2: (each, fixed)}
+    measured = bench._per_submission(tmp_path / "work", "lab_x", 5, (bench.BARE,), repeats=1)
+    assert measured == {bench.BARE: (each, fixed)}
     assert seen_env == [{"COURSE7_SANDBOX": "none"}] * 2
 
 
@@ -48,8 +46,9 @@ def test_per_submission_takes_the_fastest_of_the_repeats(tmp_path, monkeypatch):
     lab = tmp_path / "solutions" / "lab_x" / "lab_x.ipynb"
     lab.parent.mkdir(parents=True)
     lab.write_text("{}")
-    measured = bench._per_submission(tmp_path / "work", "lab_x", 5, (1, 2), repeats=2)
-    assert measured == {1: (1.5, 3.0), 2: (0.75, 3.0)}
+    settings = (bench.ONE, bench.TWO)
+    measured = bench._per_submission(tmp_path / "work", "lab_x", 5, settings, repeats=2)
+    assert measured == {bench.ONE: (1.5, 3.0), bench.TWO: (0.75, 3.0)}
     # JOBS=1 и JOBS=2 чередуются: оба видят одни и те же минуты работы машины.
     rounds = [("half", 1), ("full", 1), ("half", 2), ("full", 2)]
     assert calls == rounds * 2
@@ -75,3 +74,27 @@ def test_table_is_markdown_with_aligned_names():
     assert lines[0].startswith("| Что измерено")
     assert lines[2] == "| Короткое         | 1 с |"
     assert len({line.index("|", 2) for line in lines}) == 1
+
+
+def test_measure_prints_costs_speed_up_and_the_sandbox_share(tmp_path, monkeypatch):
+    costs = {"lab_cpu": 1.0, "lab_gpu": 8.0}  # секунд на работу при JOBS=1 с песочницей
+
+    def model_command(folder, jobs=1, **env):
+        works = list(folder.glob("*/*/*.ipynb"))
+        each = sum(costs[path.parent.name] for path in works) / jobs
+        return 3.0 + each - (0.25 * len(works) if env.get("COURSE7_SANDBOX") == "none" else 0)
+
+    monkeypatch.setattr(bench, "_timed_command", model_command)
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))  # measure() его меняет
+    for lab in costs:
+        source = tmp_path / "solutions" / lab / f"{lab}.ipynb"
+        source.parent.mkdir(parents=True)
+        source.write_text("{}")
+    rows = dict(bench.measure("lab_cpu", "lab_gpu", 4, 2))
+    assert rows["lab_cpu, JOBS=1: секунд на работу"] == "1.00"
+    assert rows["lab_cpu, JOBS=2: секунд на работу"] == "0.50"
+    assert rows["lab_cpu: ускорение JOBS=2 к JOBS=1"] == "2.00×"
+    assert rows["lab_gpu: ускорение JOBS=2 к JOBS=1"] == "2.00×"
+    assert rows["Песочница bubblewrap: добавляет к работе"] == "+0.25 с"
+    assert "lab_gpu, JOBS=1 без песочницы: секунд на работу" not in rows

@@ -55,33 +55,43 @@ def _timed_command(folder: Path, jobs: int = 1, **env: str) -> float:
 REPEATS = 2
 
 
+#: Как оценивается класс: ``JOBS`` и переменные окружения (например, без песочницы).
+Setting = tuple[int, tuple[tuple[str, str], ...]]
+
+
 def _per_submission(
-    root: Path, lab: str, count: int, jobs: tuple[int, ...], repeats: int = REPEATS, **env: str
-) -> dict[int, tuple[float, float]]:
-    """Секунды на работу и постоянная часть запуска при каждом ``JOBS`` из ``jobs``.
+    root: Path, lab: str, count: int, settings: tuple[Setting, ...], repeats: int = REPEATS
+) -> dict[Setting, tuple[float, float]]:
+    """Секунды на работу и постоянная часть запуска при каждой настройке из ``settings``.
 
     Цена работы — прирост времени от класса из ``count`` работ к классу из ``2·count``,
     делённый на ``count``: в нём нет разовых расходов запуска (старт процессов, шаблоны
     отчётов), а при ``count``, кратном каждому ``JOBS``, оба класса занимают все процессы
     поровну. Каждый класс оценивается ``repeats`` раз, в счёт идёт самый быстрый. Замеры при
-    разных ``JOBS`` чередуются: скорость машины меняется за минуты, и ускорение сравнивает
+    разных настройках чередуются: скорость машины меняется за минуты, и сравниваются
     запуски из одних и тех же минут, а не «все JOBS=1, потом все JOBS=2».
     """
     half_class = _class_folder(root / "half", lab, count)
     full_class = _class_folder(root / "full", lab, 2 * count)
-    half: dict[int, float] = {}
-    full: dict[int, float] = {}
+    half: dict[Setting, float] = {}
+    full: dict[Setting, float] = {}
     for _ in range(repeats):
-        for n in jobs:
-            seconds = _timed_command(half_class, n, **env)
-            half[n] = min(half.get(n, seconds), seconds)
-            seconds = _timed_command(full_class, n, **env)
-            full[n] = min(full.get(n, seconds), seconds)
+        for setting in settings:
+            jobs, env = setting
+            seconds = _timed_command(half_class, jobs, **dict(env))
+            half[setting] = min(half.get(setting, seconds), seconds)
+            seconds = _timed_command(full_class, jobs, **dict(env))
+            full[setting] = min(full.get(setting, seconds), seconds)
     result = {}
-    for n in jobs:
-        per = (full[n] - half[n]) / count
-        result[n] = (per, half[n] - count * per)
+    for setting in settings:
+        per = (full[setting] - half[setting]) / count
+        result[setting] = (per, half[setting] - count * per)
     return result
+
+
+ONE: Setting = (1, ())
+TWO: Setting = (2, ())
+BARE: Setting = (1, (("COURSE7_SANDBOX", "none"),))
 
 
 def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tuple[str, str]]:
@@ -102,19 +112,22 @@ def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tupl
             ("Первый запуск: прогрев эталонами (раз на версию лабораторной)", f"{warm_up:.1f} с"),
             ("Запуск make grade без работ (старт, база, таблицы)", f"{empty_run:.1f} с"),
         ]
-        seconds = {}
         for lab, n in ((cpu_lab, count), (gpu_lab, gpu_count)):
-            measured = _per_submission(root, lab, n, (1, 2))
-            per = seconds[lab] = {jobs: each for jobs, (each, _) in measured.items()}
-            for jobs, (each, fixed) in measured.items():
+            # Для CPU-лабораторной — ещё и без песочницы: во что обходится bubblewrap.
+            settings = (ONE, TWO, BARE) if lab == cpu_lab else (ONE, TWO)
+            measured = _per_submission(root, lab, n, settings)
+            for jobs, setting in ((1, ONE), (2, TWO)):
+                each, fixed = measured[setting]
                 rows.append((f"{lab}, JOBS={jobs}: секунд на работу", f"{each:.2f}"))
                 rows.append((f"{lab}, JOBS={jobs}: постоянная часть запуска", f"{fixed:.1f} с"))
-            rows.append((f"{lab}: ускорение JOBS=2 к JOBS=1", f"{per[1] / per[2]:.2f}×"))
-        # Во что обходится песочница: та же CPU-лабораторная без bubblewrap.
-        [(bare, _)] = _per_submission(root, cpu_lab, count, (1,), COURSE7_SANDBOX="none").values()
-        sandboxed = seconds[cpu_lab][1]
-        rows.append((f"{cpu_lab}, JOBS=1 без песочницы: секунд на работу", f"{bare:.2f}"))
-        rows.append(("Песочница bubblewrap: добавляет к работе", f"{sandboxed - bare:+.2f} с"))
+            speed_up = measured[ONE][0] / measured[TWO][0]
+            rows.append((f"{lab}: ускорение JOBS=2 к JOBS=1", f"{speed_up:.2f}×"))
+            if BARE in measured:
+                bare, sandboxed = measured[BARE][0], measured[ONE][0]
+                rows.append((f"{lab}, JOBS=1 без песочницы: секунд на работу", f"{bare:.2f}"))
+                rows.append(
+                    ("Песочница bubblewrap: добавляет к работе", f"{sandboxed - bare:+.2f} с")
+                )
     return rows
 
 
