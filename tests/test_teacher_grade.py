@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 from feedback.teacher.grade import PACKAGE, reference_version
 from feedback.teacher.release import lab_sources
@@ -31,3 +33,19 @@ def test_reference_version_changes_with_the_package_and_the_source(tmp_path):
 
 def test_the_real_package_is_the_feedback_package():
     assert (PACKAGE / "__init__.py").is_file() and PACKAGE.name == "feedback"
+
+
+def test_grading_does_not_build_iri_grammars_at_import():
+    """rfc3987_syntax строит грамматики Lark 1,5 с и оцениванию не нужен; проверка схемы — да."""
+    probe = (
+        "import sys, feedback.teacher.grade, nbformat\n"
+        "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')])\n"
+        "nbformat.validate(nb)\n"
+        "bad = nbformat.from_dict({**nb, 'cells': [{'cell_type': 'code'}]})\n"
+        "try:\n    nbformat.validate(bad)\nexcept nbformat.ValidationError:\n    print('invalid')\n"
+        "print(sorted(name for name in ('lark', 'rfc3987_syntax') if sys.modules.get(name)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["invalid", "[]"]
