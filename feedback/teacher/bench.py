@@ -116,8 +116,8 @@ def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tupl
             # Для CPU-лабораторной — ещё и без песочницы: во что обходится bubblewrap.
             settings = (ONE, TWO, BARE) if lab == cpu_lab else (ONE, TWO)
             measured = _per_submission(root, lab, n, settings)
-            for jobs, setting in ((1, ONE), (2, TWO)):
-                each, fixed = measured[setting]
+            for setting in (ONE, TWO):
+                jobs, (each, fixed) = setting[0], measured[setting]
                 rows.append((f"{lab}, JOBS={jobs}: секунд на работу", f"{each:.2f}"))
                 rows.append((f"{lab}, JOBS={jobs}: постоянная часть запуска", f"{fixed:.1f} с"))
             speed_up = measured[ONE][0] / measured[TWO][0]
