@@ -41,7 +41,7 @@ def _describe(value: Any, depth: int) -> dict[str, Any]:
         return {"t": "ellipsis"}
     if value is None:
         return {"t": "none"}
-    if issubclass(kind, bool) or kind.__name__ == "bool_":
+    if kind is bool or (kind.__name__ == "bool_" and _is_array_library(kind)):
         return {"t": "bool", "v": bool(value)}
     if issubclass(kind, str):
         return {"t": "str", "v": str.__str__(value)[:MAX_TEXT], "len": str.__len__(value)}
@@ -50,9 +50,9 @@ def _describe(value: Any, depth: int) -> dict[str, Any]:
             "t": "bytes",
             "v": bytes.__getitem__(value, slice(MAX_TEXT)).decode("utf-8", "replace"),
         }
-    if issubclass(kind, numbers.Integral):
-        return {"t": "int", "v": int(value)}
-    if issubclass(kind, numbers.Real):
+    if _is_plain_number(kind):
+        if issubclass(kind, numbers.Integral):
+            return {"t": "int", "v": int(value)}
         return {"t": "float", "v": _float_to_json(float(value))}
     if depth >= MAX_DEPTH:
         return {"t": "object", "type": kind.__name__}
@@ -74,16 +74,38 @@ def _describe(value: Any, depth: int) -> dict[str, Any]:
         return {"t": "set", "len": len(value)}
     if _is_dataframe(value):
         return {"t": "dataframe", "rows": describe(value.to_dict("records"), depth + 1)}
-    size = getattr(value, "size", None)
-    if isinstance(size, int) and hasattr(value, "item") and hasattr(value, "shape"):
+    size = getattr(value, "size", None) if _is_array_library(kind) else None
+    if type(size) is int and hasattr(value, "item") and hasattr(value, "shape"):
         if size == 1:
             return describe(value.item(), depth + 1)
         return {"t": "array", "type": kind.__name__, "size": size}
     return {"t": "object", "type": kind.__name__}
 
 
+#: Библиотеки, чьим числам, массивам и таблицам описание верит: их методы ``item``,
+#: ``to_dict`` и ``__float__`` не написаны учащимся.
+ARRAY_LIBRARIES = ("numpy", "pandas", "jax", "jaxlib", "tensorflow", "keras", "torch", "ml_dtypes")
+
+
+def _is_array_library(kind: type) -> bool:
+    module = getattr(kind, "__module__", "") or ""
+    return module.split(".")[0] in ARRAY_LIBRARIES
+
+
+def _is_plain_number(kind: type) -> bool:
+    """Настоящее число: ``int`` и ``float`` сами по себе или число numpy.
+
+    Подкласс ``float`` или ``int``, написанный учащимся, числом не считается: его
+    ``__float__`` может вернуть что угодно, и описание называет его настоящий тип.
+    """
+    if kind in (int, float):
+        return True
+    return issubclass(kind, numbers.Real) and _is_array_library(kind)
+
+
 def _is_dataframe(value: Any) -> bool:
-    return type(value).__name__ == "DataFrame" and hasattr(value, "to_dict")
+    kind = type(value)
+    return kind.__name__ == "DataFrame" and _is_array_library(kind) and hasattr(value, "to_dict")
 
 
 def _float_to_json(number: float) -> float | str:

@@ -227,3 +227,40 @@ def test_the_kernel_runs_on_the_cpus_it_was_given(tmp_path):
     )
     execution = execute(nb, tmp_path / "unit", "bwrap", FAST, cpus=[0])
     assert text(execution, 0).startswith("[0]")
+
+
+PROCESS_TRACES = """import os
+found = []
+for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
+    for name in ('environ', 'cmdline'):
+        try:
+            found.append(open(f'/proc/{pid}/{name}', 'rb').read().decode('utf-8', 'replace'))
+        except OSError as error:
+            found.append(f'{pid}/{name}: {error}')
+    try:
+        for fd in os.listdir(f'/proc/{pid}/fd'):
+            found.append(os.readlink(f'/proc/{pid}/fd/{fd}'))
+    except OSError as error:
+        found.append(f'{pid}/fd: {error}')
+print(len(found), 'MARKER' in ''.join(found))
+print('\\n'.join(found))
+"""
+
+
+@pytest.mark.parametrize("mode", [pytest.param("bwrap", marks=needs_bwrap), "none"])
+def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monkeypatch, mode):
+    """Ни /proc/*/environ, ни /proc/*/cmdline, ни дескрипторы не выдают переменных преподавателя.
+
+    Процесс 1 песочницы — сам bwrap: раньше у него оставалось всё окружение преподавателя.
+    """
+    monkeypatch.setenv("COURSE7_TEACHER_SECRET", "MARKER-секрет-преподавателя")
+    monkeypatch.setenv("KAGGLE_KEY", "MARKER-kaggle")
+    execution = run(tmp_path, PROCESS_TRACES, "import os; print(os.getcwd(), oct(os.umask(0)))")
+    seen = text(execution, 0)
+    count, leaked = seen.split("\n")[0].split()
+    assert int(count) >= 3 and leaked == "False", seen
+    assert "MARKER" not in seen and "KAGGLE_KEY" not in seen
+    # stdout и stderr ядра — не терминал преподавателя: ни tty, ни pty
+    assert "/dev/pts" not in seen and "/dev/tty" not in seen
+    cwd, umask = text(execution, 1).split()[:2]
+    assert cwd == str(tmp_path / "unit" / "home") and umask == "0o77"

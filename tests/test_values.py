@@ -90,3 +90,39 @@ def test_errors_keep_name_message_and_builtin_kind():
 
     revived = revive_error(describe_error(Custom("своё")))
     assert type(revived).__name__ == "Custom" and str(revived) == "своё"
+
+
+def test_learner_subclasses_of_numbers_are_reported_as_what_they_are():
+    """Подкласс float с собственным __float__ не подделает число в наблюдении."""
+
+    class Forged(float):
+        def __float__(self):
+            return 6e18
+
+    class ForgedInt(int):
+        def __int__(self):
+            return 42
+
+    assert describe(Forged(1.0)) == {"t": "object", "type": "Forged"}
+    assert describe(ForgedInt(1)) == {"t": "object", "type": "ForgedInt"}
+    assert describe([Forged(1.0)])["items"] == [{"t": "object", "type": "Forged"}]
+    assert describe(np.float64(2.5)) == {"t": "float", "v": 2.5}  # numpy — настоящее число
+    assert describe(np.int64(7)) == {"t": "int", "v": 7}
+
+
+def test_lookalike_arrays_and_tables_are_not_trusted():
+    """Объект с item/shape/size или to_dict, написанный учащимся, — просто объект."""
+
+    class ndarray:  # имя как у numpy, модуль — нет
+        size, shape = 1, (1,)
+
+        def item(self):
+            return 6e18
+
+    class DataFrame:
+        def to_dict(self, orient):
+            return [{"FLOPs": 6e18}]
+
+    assert describe(ndarray()) == {"t": "object", "type": "ndarray"}
+    assert describe(DataFrame()) == {"t": "object", "type": "DataFrame"}
+    assert describe(pd.DataFrame([{"a": 1}]))["t"] == "dataframe"

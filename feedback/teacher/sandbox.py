@@ -255,13 +255,39 @@ def kernel_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """Менеджер ядра, который запускает ``ipykernel`` командой ``argv_prefix`` + ядро."""
+    """Менеджер ядра, который запускает ``ipykernel`` командой ``argv_prefix`` + ядро.
 
-    def __init__(self, argv_prefix: list[str], kernel_environment: dict[str, str], **kwargs):
+    Запуск ничего не наследует от процесса преподавателя, кроме того, что ядру нужно:
+    ни его окружения (jupyter_client по умолчанию передаёт всё ``os.environ``, и его
+    получил бы сам ``bwrap`` — процесс 1 песочницы, чьё ``/proc/1/environ`` ядро может
+    прочитать), ни рабочей папки, ни его stdout и stderr (терминал преподавателя), ни
+    прочих дескрипторов (``close_fds`` у ``Popen``), ни umask.
+    """
+
+    def __init__(
+        self,
+        argv_prefix: list[str],
+        kernel_environment: dict[str, str],
+        home: Path | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self._argv_prefix = argv_prefix
         self._kernel_environment = kernel_environment
+        self._home = home
         self.socket_dir: Path | None = None  # папка сокетов; её тоже видит ядро
+
+    async def _async_pre_start_kernel(self, **kw: Any):  # type: ignore[override]
+        # Пустое окружение: поверх него jupyter_client кладёт только окружение из
+        # kernel_spec (kernel_env — без ключей и токенов) и свой JPY_PARENT_PID.
+        kw["env"] = {}
+        if self._home is not None:
+            kw["cwd"] = str(self._home)
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        kw.setdefault("stderr", subprocess.DEVNULL)
+        kw["close_fds"] = True
+        kw["preexec_fn"] = _private_umask
+        return await super()._async_pre_start_kernel(**kw)
 
     @property
     def kernel_spec(self) -> KernelSpec:  # type: ignore[override]
@@ -273,6 +299,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             interrupt_mode="message",
             env=self._kernel_environment,
         )
+
+
+def _private_umask() -> None:
+    """Файлы ядра — только для него самого, а не с umask преподавателя."""
+    os.umask(0o077)
 
 
 def pin_command(cpus: list[int] | tuple[int, ...] = ()) -> list[str]:
@@ -302,6 +333,7 @@ def kernel_manager(
     km = SandboxedKernelManager(
         prefix,
         env,
+        home,
         transport="ipc" if os.name == "posix" else "tcp",
         ip=str(ipc / "kernel") if os.name == "posix" else "127.0.0.1",
         connection_file=str(ipc / "connection.json"),
