@@ -5,10 +5,18 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# dev — тесты и nbgrader; tiny — keras-hub и jax для CPU, чтобы GPU-лабораторные шли в крошечном режиме.
+# Окружение одно, .venv, а дополнения (pyproject.toml) — по задаче: make lab ставит только
+# LAB_EXTRAS (lab — JupyterLab; tiny — keras-hub, jax и tensorflow для CPU, чтобы GPU-лабораторные
+# шли в крошечном режиме; без GPU-лабораторных хватит `make lab LAB_EXTRAS=lab`), остальные
+# команды — EXTRAS (dev — тесты, nbgrader и Dask). Учащийся запускает только make lab, и в его
+# .venv нет ничего лишнего; у разработчика dev ставится поверх, второй копии tensorflow нет.
+# Каждый набор отмечается своим файлом в .venv и ставится заново при изменении pyproject.toml.
+LAB_EXTRAS ?= lab,tiny
 EXTRAS ?= dev,tiny
 comma := ,
-STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+stamp = $(VENV)/.installed-$(subst $(comma),-,$(1))
+LAB_STAMP := $(call stamp,$(LAB_EXTRAS))
+STAMP := $(call stamp,$(EXTRAS))
 
 .PHONY: lab test lint unit nbval notebooks release check-notebooks grade feedback public sandbox \
 	bench gpu-check env browser clean
@@ -17,18 +25,24 @@ STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 # uv разрешает зависимости и пишет байт-код на всех ядрах. Байт-код нужен сразу: в песочнице
 # оценивания site-packages только для чтения, и без готовых .pyc каждое ядро компилировало бы
 # tensorflow и keras заново.
+# Имя файла-отметки несёт набор дополнений: .installed-lab-tiny → '.[lab,tiny]'.
 UV_PIN := $(shell grep -o '"uv==[^"]*"' pyproject.toml)
-$(STAMP): pyproject.toml
+$(VENV)/.installed-%: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(UV_PIN)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
-		--upgrade-package pip pip -e '.[$(EXTRAS)]'
+		--upgrade-package pip pip -e '.[$(subst -,$(comma),$*)]'
 	@touch $@
 
 env: $(STAMP)
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
+# Учащийся работает в рабочей копии my-labs/ (в .gitignore), а не в notebooks/: make release и
+# git pull переписывают notebooks/, а в my-labs/ feedback.workspace только добавляет недостающие
+# лабораторные и файлы; новую версию уже скопированной тетрадки кладёт рядом (lab.new.ipynb).
+WORKSPACE := my-labs
+lab: $(LAB_STAMP)
+	$(BIN)/python -m feedback.workspace --release notebooks --workspace $(WORKSPACE)
+	$(BIN)/jupyter lab --notebook-dir=$(WORKSPACE) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Сначала решения (nbval): они же наполняют кэш компиляции JAX, и тетрадки в тестах пакета
 # не компилируют крошечную Gemma заново.
