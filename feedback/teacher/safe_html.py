@@ -1,19 +1,35 @@
-"""HTML из работ учащихся без активного содержимого: для formgrader и отчётов.
+"""HTML и Markdown из работ учащихся без активного содержимого: для formgrader и отчётов.
 
 Проверенную тетрадку преподаватель открывает в formgrader — в своём сеансе Jupyter.
 Скрипт в выводе ячейки или в письменном ответе выполнился бы там с правами
 преподавателя (и мог бы, например, запустить код в его ядре). Поэтому HTML из работы
-чистится библиотекой bleach (на ней же стоит санитайзер nbconvert): таблицы, картинки,
-оформление и ссылки остаются, скрипты, фреймы, обработчики событий и ссылки
-``javascript:`` — нет.
+чистится библиотекой nh3 (Ammonia на Rust, время линейно от размера; bleach на вложенных
+тегах работал квадратично — 480 КБ за минуты): таблицы, картинки, оформление и ссылки
+остаются, скрипты, фреймы, обработчики событий и ссылки не на ``http``, ``https``,
+``mailto`` или якорь страницы — нет.
+
+Markdown formgrader и отчёт отрисовывают сами, уже после нас, и nbconvert пропускает в нём
+любые ссылки, в том числе ``[т](javascript:…)``. Поэтому Markdown учащегося отрисовывается
+здесь тем же nbconvert, результат чистится и сохраняется как одна строка HTML внутри
+``<div>``: по CommonMark такая строка — готовый блок HTML, который повторная отрисовка
+не трогает (:func:`clean_markdown`).
+
+Заметки оценивания (наш Markdown со строками из работы: имена файлов, строки кода) не
+чистятся, а собираются из экранированных кусков: :func:`markdown_text`,
+:func:`code_span`.
+
+Чистка стоит времени основного процесса оценивания, поэтому у неё есть пределы: вывод
+больше предела заменяется короткой пометкой (:data:`HTML_LIMIT`, :data:`MARKDOWN_LIMIT`).
 """
 
 from __future__ import annotations
 
+import html
 import re
 
-import bleach
-from bleach.css_sanitizer import CSSSanitizer
+import nh3
+
+from feedback.teacher.sandbox import Limits
 
 #: Теги, которыми пользуются вывод pandas, matplotlib, проверок курса и Markdown.
 TAGS = frozenset(
@@ -39,13 +55,33 @@ CSS_PROPERTIES = frozenset(
         "text-align", "vertical-align", "white-space", "width",
     }
 )  # fmt: skip
-_CLEANER = bleach.Cleaner(
-    tags=TAGS,
-    attributes=ATTRIBUTES,
-    protocols={"http", "https", "data", "mailto"},
-    strip=True,
+#: Теги, которые удаляются вместе с содержимым (остальные неразрешённые — только сами теги).
+DROPPED_WITH_CONTENT = frozenset(
+    {"script", "style", "template", "noscript", "iframe", "object", "svg", "math", "textarea"}
+)
+#: Куда может вести ссылка: веб, почта, якорь на той же странице.
+_SAFE_LINK = re.compile(r"(?i)(?:https?:|mailto:|#)")
+#: Откуда может быть картинка: веб или PNG, JPEG, GIF прямо в странице (base64).
+_SAFE_IMAGE = re.compile(r"(?i)(?:https?:.*|data:image/(?:png|jpeg|gif);base64,[a-z0-9+/=\s]*)")
+
+
+def _attribute(tag: str, name: str, value: str) -> str | None:
+    """Адреса в ``href`` и ``src`` — только разрешённые (остальные атрибуты как есть)."""
+    if name == "href":
+        return value if _SAFE_LINK.match(value.strip()) else None
+    if name == "src":
+        return value if _SAFE_IMAGE.fullmatch(value.strip()) else None
+    return value
+
+
+_CLEANER = nh3.Cleaner(
+    tags=set(TAGS),
+    clean_content_tags=set(DROPPED_WITH_CONTENT),
+    attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
+    attribute_filter=_attribute,
     strip_comments=True,
-    css_sanitizer=CSSSanitizer(allowed_css_properties=CSS_PROPERTIES),
+    url_schemes={"http", "https", "mailto", "data"},
+    filter_style_properties=set(CSS_PROPERTIES),
 )
 #: Выводы, которые в проверенную тетрадку не попадают совсем: скрипты и SVG (nbconvert
 #: вставляет SVG в страницу как есть, а в нём бывают скрипты и обработчики событий).
@@ -60,17 +96,63 @@ ACTIVE_TYPES = (
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 
+#: Предел HTML одного вывода (байты UTF-8): столько же песочница оставляет от вывода ячейки
+#: (а от всей тетрадки — 8 МиБ). nh3 линеен: в худшем случае (вложенные теги) около 1 с на
+#: МиБ, то есть не больше ~10 с на тетрадку.
+HTML_LIMIT = Limits.output_bytes
+#: Предел Markdown одного вывода или письменного ответа. Отрисовка mistune медленнее nh3
+#: в сотни раз (64 КиБ ``*_[*_[…`` — около 3 с), а тот же Markdown ещё раз отрисует отчёт,
+#: поэтому предел в 32 раза меньше; ответы курса — несколько абзацев.
+MARKDOWN_LIMIT = Limits.output_bytes // 32
+#: Предел всего Markdown одной тетрадки (ответы и выводы вместе, 256 КиБ): дальше — пометки.
+MARKDOWN_NOTEBOOK_LIMIT = Limits.total_output_bytes // 32
+TOO_BIG = "вывод слишком большой для отчёта"
+TOO_BIG_ANSWER = "ответ слишком большой для отчёта"
+#: Обёртка отрисованного Markdown: строка, начатая с ``<div``, — блок HTML по CommonMark.
+MARKDOWN_BLOCK = '<div class="course7-markdown">'
+
 
 def clean_html(text: str) -> str:
     """HTML без скриптов, фреймов, обработчиков событий и опасных ссылок."""
-    return _CLEANER.clean(text)
+    return _CLEANER.clean(_encodable(text))
+
+
+def clean_markdown(text: str, attachments: dict | None = None) -> str:
+    """Markdown учащегося, который после отрисовки nbconvert не несёт активного содержимого.
+
+    Без ``<`` и ``[`` в Markdown нет ни HTML, ни ссылок, ни картинок (адреса без них
+    бывают только ``http(s)://…``) — такой текст, в том числе нетронутый ответ, остаётся
+    как есть. Иначе Markdown отрисовывается так же, как его отрисуют formgrader и отчёт
+    (nbconvert, ``markdown2html``), HTML чистится и возвращается одной строкой в
+    :data:`MARKDOWN_BLOCK` — повторная отрисовка оставит её как есть. ``attachments`` —
+    вложения ячейки (картинки ``attachment:…``). Предел размера здесь не проверяется.
+    """
+    text = _encodable(text)
+    if "<" not in text and "[" not in text:
+        return text
+    try:
+        rendered = _render_markdown(text, _image_attachments(attachments))
+    except Exception:  # в том числе ссылка на отсутствующее вложение: показать как текст
+        rendered = f"<pre>{html.escape(text, quote=False)}</pre>"
+    block = clean_html(rendered).strip().replace("\r", "&#13;").replace("\n", "&#10;")
+    # Уже готовый блок (повторная чистка) не оборачивается ещё раз: он и так одна строка.
+    return block if block.startswith(MARKDOWN_BLOCK) else f"{MARKDOWN_BLOCK}{block}</div>"
 
 
 def clean_notebook(nb: dict) -> dict:
-    """Чистит HTML в выводах и в Markdown ячеек, которые написал учащийся (на месте)."""
+    """Чистит HTML в выводах и Markdown ячеек, которые написал учащийся (на месте).
+
+    Повторная чистка ничего не меняет. Markdown всей тетрадки вместе ограничен
+    :data:`MARKDOWN_NOTEBOOK_LIMIT`: дальше ответы и выводы заменяются пометкой.
+    """
+    budget = _Budget(MARKDOWN_NOTEBOOK_LIMIT)
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "markdown" and _written_by_learner(cell):
-            cell["source"] = clean_html(_joined(cell.get("source", "")))
+            source = _joined(cell.get("source", ""))
+            if budget.fits(source):
+                cell["source"] = clean_markdown(source, cell.get("attachments"))
+            else:
+                cell["source"] = f"_{_too_big(TOO_BIG_ANSWER, source, MARKDOWN_LIMIT)}_"
         for output in cell.get("outputs", []) or []:
             if "metadata" in output:
                 # nbconvert пишет width и height картинки в тег без кавычек: «1 onerror=…»
@@ -79,21 +161,123 @@ def clean_notebook(nb: dict) -> dict:
             data = output.get("data")
             if not isinstance(data, dict):
                 continue
-            clean_output_data(data)
+            _clean_output_data(data, budget)
     return nb
 
 
 def clean_output_data(data: dict) -> dict:
     """Данные одного вывода (по типам MIME) без активного содержимого (на месте)."""
+    return _clean_output_data(data, _Budget(MARKDOWN_LIMIT))
+
+
+def _clean_output_data(data: dict, budget: _Budget) -> dict:
     for mime in ACTIVE_TYPES:
         data.pop(mime, None)
     for mime in IMAGE_TYPES:
         if mime in data and not _BASE64.fullmatch(_joined(data[mime])):
             data.pop(mime)
-    for mime in ("text/html", "text/markdown"):  # Markdown nbconvert тоже пропускает HTML
-        if mime in data:
-            data[mime] = clean_html(_joined(data[mime]))
+    if "text/html" in data:
+        text = _joined(data["text/html"])
+        if _size(text) <= HTML_LIMIT:
+            data["text/html"] = clean_html(text)
+        else:
+            data["text/html"] = f"<p><em>{_too_big(TOO_BIG, text, HTML_LIMIT)}</em></p>"
+    if "text/markdown" in data:
+        text = _joined(data["text/markdown"])
+        if budget.fits(text):
+            data["text/markdown"] = clean_markdown(text)
+        else:
+            data["text/markdown"] = f"_{_too_big(TOO_BIG, text, MARKDOWN_LIMIT)}_"
     return data
+
+
+def markdown_text(text: object) -> SafeMarkdown:
+    """Строка из работы как текст внутри строки Markdown заметки: без разметки и HTML.
+
+    Переводы строк становятся пробелами (иначе с новой строки начался бы заголовок, блок
+    HTML или определение ссылки ``[x]: javascript:…``), ``<>&"'`` — ссылками на символы
+    HTML, знаки разметки Markdown (ссылки, выделение, код, формулы) экранируются ``\\``.
+    Уже собранный :class:`SafeMarkdown` возвращается как есть.
+    """
+    if isinstance(text, SafeMarkdown):
+        return text
+    line = _LINE_BREAKS.sub(" ", _encodable(str(text)))
+    return SafeMarkdown(html.escape(_MARKDOWN_SYNTAX.sub(r"\\\1", line), quote=True))
+
+
+def code_span(code: object) -> SafeMarkdown:
+    """Строка кода из работы как ``<code>`` в заметке: обратная кавычка её не закроет.
+
+    Внутри ``<code>`` Markdown ещё разбирается, поэтому содержимое экранируется так же,
+    как в :func:`markdown_text`.
+    """
+    return SafeMarkdown(f"<code>{markdown_text(code)}</code>")
+
+
+class SafeMarkdown(str):
+    """Markdown, собранный из экранированных кусков: заметка вставляет его как есть."""
+
+
+#: Знаки с разметкой в Markdown nbconvert (CommonMark, таблицы, зачёркивание, формулы).
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]()#+\-.!|~$^{}:])")
+_LINE_BREAKS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]+")
+
+
+class _Budget:
+    """Сколько байт Markdown ещё можно отрисовать: по ячейке и по тетрадке."""
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+
+    def fits(self, text: str) -> bool:
+        size = _size(text)
+        if size > MARKDOWN_LIMIT or size > self.left:
+            return False
+        self.left -= size
+        return True
+
+
+def _too_big(what: str, text: str, limit: int) -> str:
+    return f"{what} ({_size(text) // 1024} КиБ; предел {limit // 1024} КиБ)"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "replace"))
+
+
+def _encodable(text: str) -> str:
+    """Без одиночных суррогатов (JSON их допускает, а nh3 на них падает)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _render_markdown(text: str, attachments: dict) -> str:
+    """Markdown → HTML тем же кодом, что и ``markdown2html`` в шаблонах nbconvert."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    renderer = IPythonRenderer(escape=False, attachments=attachments)
+    return MarkdownWithMath(renderer=renderer).render(text)
+
+
+def _image_attachments(attachments: object) -> dict:
+    """Вложения-картинки PNG и JPEG с данными base64 (остальные не показываются)."""
+    if not isinstance(attachments, dict):
+        return {}
+    kept = {}
+    for name, bundle in attachments.items():
+        if not isinstance(bundle, dict):
+            continue
+        images = {
+            mime: _joined(bundle[mime])
+            for mime in ("image/png", "image/jpeg")
+            if mime in bundle and _BASE64.fullmatch(_joined(bundle[mime]))
+        }
+        if images:
+            kept[str(name)] = images
+    return kept
 
 
 def _joined(value: object) -> str:
