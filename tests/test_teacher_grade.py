@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import shutil
 import subprocess
 import sys
+import zipfile
+from types import SimpleNamespace
 
-from feedback.teacher.grade import PACKAGE, reference_version
+import pytest
+
+from feedback.teacher import grade
+from feedback.teacher.grade import PACKAGE, SetupError, collect, reference_version
 from feedback.teacher.release import lab_sources
+from feedback.teacher.uploads import Problem
 
 
 def test_reference_version_changes_with_the_package_and_the_source(tmp_path):
@@ -49,3 +57,60 @@ def test_grading_does_not_build_iri_grammars_at_import():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.split() == ["invalid", "[]"]
+
+
+def lms_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("ivanov/lab_7_2_training_flops.ipynb", '{"cells": []}')
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"not a zip",
+        lms_zip()[:40],  # обрезан при скачивании
+        lms_zip().replace(b"PK\x01\x02", b"XX\x01\x02"),  # оглавление испорчено
+    ],
+    ids=["not-a-zip", "truncated", "bad-directory"],
+)
+def test_a_broken_archive_is_a_teacher_error_in_russian(tmp_path, data):
+    """Архив целиком — ввод преподавателя: код выхода 2 и объяснение, а не трассировка."""
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(data)
+    with pytest.raises(SetupError, match="не открывается: это не zip или он обрезан"):
+        collect(archive, SimpleNamespace(releases={}, problems=[]))
+
+
+def test_tables_neutralise_formulas_from_uploads(tmp_path, monkeypatch):
+    """В problems.csv и needs_review.csv имена файлов и код учащихся не становятся формулами."""
+    monkeypatch.setattr(grade.gradebook, "export", lambda work: None)
+    run = SimpleNamespace(
+        work=tmp_path,
+        problems=[Problem("ivanov", "lab", '=HYPERLINK("http://x","y").ipynb', "-2+3")],
+        review=[
+            {
+                "student_id": "ivanov",
+                "lab": "lab",
+                "cell": "@SUM",
+                "line": 3,
+                "code": "+1",
+                "reason": "x",
+            }
+        ],
+        cases=[{"student_id": "ivanov", "lab": "lab", "grade_id": "\tx", "params": {"a": -1}}],
+        timings=[{"student_id": "ivanov", "lab": "lab", "seconds": 2.5}],
+    )
+    grade.write_tables(run)
+
+    def rows(name):
+        with open(tmp_path / name, newline="", encoding="utf-8") as fh:
+            return list(csv.reader(fh))[1:]
+
+    assert rows("problems.csv") == [
+        ["ivanov", "lab", '\'=HYPERLINK("http://x","y").ipynb', "'-2+3"]
+    ]
+    assert rows("needs_review.csv") == [["ivanov", "lab", "'@SUM", "3", "'+1", "x"]]
+    assert rows("cases.csv") == [["ivanov", "lab", "'\tx", '{"a": -1}']]
+    assert rows("timings.csv") == [["ivanov", "lab", "2.5"]]

@@ -2,19 +2,31 @@
 
 import io
 import json
+import os
 import stat
+import struct
+import threading
+import tracemalloc
+import unicodedata
 import zipfile
 
 import pytest
 
+from feedback.teacher import uploads
 from feedback.teacher.uploads import (
+    MAX_JSON_CONTAINERS,
+    MAX_JSON_DEPTH,
+    MAX_JSON_VALUES,
+    BrokenArchive,
     Upload,
+    check_structure,
     from_folder,
     from_zip,
     identify_lab,
     owner,
     read_notebook,
     route,
+    student_id,
 )
 
 from notebook_runner import ROOT
@@ -153,3 +165,292 @@ def test_lms_zip_rules(tmp_path):
     reasons = " | ".join(p.problem for p in problems)
     assert "за пределы архива" in reasons and "ссылка" in reasons
     assert "несколько файлов" in reasons and "__MACOSX" not in reasons
+
+
+# --------------------------------------------------------------------------- битые архивы
+
+
+def patched(raw: bytes, name: str, flag: int = 0, corrupt: bytes = b"") -> bytes:
+    """Архив с поднятым битом ``flag`` у записи ``name`` и/или байтом, подменённым в данных."""
+    raw = bytearray(raw)
+    encoded = name.encode()
+    for signature, flags_at, name_at in ((b"PK\x03\x04", 6, 30), (b"PK\x01\x02", 8, 46)):
+        start = raw.find(signature)
+        while start != -1:
+            length = struct.unpack_from("<H", raw, start + name_at - (2 if name_at == 30 else 18))[
+                0
+            ]
+            if raw[start + name_at : start + name_at + length] == encoded:
+                bits = struct.unpack_from("<H", raw, start + flags_at)[0]
+                struct.pack_into("<H", raw, start + flags_at, bits | flag)
+            start = raw.find(signature, start + 1)
+    if corrupt:
+        at = raw.index(corrupt)
+        raw[at] ^= 1
+    return bytes(raw)
+
+
+def marked(lab, mark):
+    nb = submission(lab)
+    nb["metadata"]["mark"] = mark
+    return blob(nb)
+
+
+def test_a_damaged_or_encrypted_entry_is_a_row_and_the_rest_is_read(tmp_path):
+    raw = zip_with(
+        [
+            (f"ivanov/{LAB2}.ipynb", blob(submission(LAB2))),
+            (f"petrov/{LAB2}.ipynb", marked(LAB2, "CORRUPT-ME")),
+            (f"sidorov/{LAB2}.ipynb", blob(submission(LAB2))),
+            (f"kozlov/{LAB2}.ipynb", blob(submission(LAB2))),
+        ]
+    )
+    raw = patched(raw, f"sidorov/{LAB2}.ipynb", flag=0x1)  # «зашифровано»
+    raw = patched(raw, "", corrupt=b"CORRUPT-ME")  # данные не сходятся с CRC
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(raw)
+    found, problems = from_zip(archive)
+    assert [upload.path for upload in found] == [f"ivanov/{LAB2}.ipynb", f"kozlov/{LAB2}.ipynb"]
+    why = {p.file: p.problem for p in problems}
+    assert why[f"petrov/{LAB2}.ipynb"].startswith("архив повреждён")
+    assert "CRC" in why[f"petrov/{LAB2}.ipynb"]
+    assert why[f"sidorov/{LAB2}.ipynb"].startswith("файл зашифрован")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda raw: b"this is not a zip at all",
+        lambda raw: raw[: len(raw) // 2],  # обрезан при скачивании
+        lambda raw: raw.replace(b"PK\x01\x02", b"XX\x01\x02"),  # оглавление испорчено
+    ],
+    ids=["not-a-zip", "truncated", "bad-directory"],
+)
+def test_an_archive_that_does_not_open_is_a_clear_russian_error(tmp_path, damage):
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(damage(zip_with([(f"ivanov/{LAB2}.ipynb", blob(submission(LAB2)))])))
+    with pytest.raises(BrokenArchive, match="не открывается: это не zip или он обрезан"):
+        from_zip(archive)
+
+
+def test_every_entry_after_the_archive_cap_gets_its_own_row(tmp_path, monkeypatch):
+    data = blob(submission(LAB2))
+    monkeypatch.setattr(uploads, "MAX_ARCHIVE_BYTES", len(data) * 2 + 10)
+    names = [f"{student}/{LAB2}.ipynb" for student in ("a", "b", "c", "d", "e")]
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(zip_with([(name, data) for name in names]))
+    found, problems = from_zip(archive)
+    assert [upload.path for upload in found] == names[:2]
+    assert sorted(p.file for p in problems) == names[2:]
+    assert all("архив больше" in p.problem and "не прочитан" in p.problem for p in problems)
+
+
+def test_every_file_after_the_folder_cap_gets_its_own_row(tmp_path, monkeypatch):
+    data = blob(submission(LAB2))
+    monkeypatch.setattr(uploads, "MAX_ARCHIVE_BYTES", len(data) + 10)
+    for student in ("a", "b", "c"):
+        (tmp_path / student).mkdir()
+        (tmp_path / student / f"{LAB2}.ipynb").write_bytes(data)
+    found, problems = from_folder(tmp_path)
+    assert [upload.path for upload in found] == [f"a/{LAB2}.ipynb"]
+    assert [p.file for p in problems] == [f"b/{LAB2}.ipynb", f"c/{LAB2}.ipynb"]
+    assert all("не прочитан" in p.problem for p in problems)
+
+
+def test_a_link_in_a_zip_is_a_row_whatever_its_name(tmp_path):
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(
+        zip_with(
+            [
+                (f"ivanov/{LAB2}.ipynb", blob(submission(LAB2))),
+                ("volkov", b"../ivanov", stat.S_IFLNK | 0o777),  # папка учащегося — ссылка
+            ]
+        )
+    )
+    found, problems = from_zip(archive)
+    assert [upload.path for upload in found] == [f"ivanov/{LAB2}.ipynb"]
+    assert [(p.file, p.problem) for p in problems] == [("volkov", uploads.LINK)]
+
+
+# --------------------------------------------------------------------------- папки
+
+
+def test_a_student_folder_that_is_a_link_is_a_row(tmp_path):
+    outside = tmp_path / "outside" / LAB2
+    outside.mkdir(parents=True)
+    (outside / f"{LAB2}.ipynb").write_bytes(blob(submission(LAB2)))
+    klass = tmp_path / "class"
+    (klass / "ivanov" / LAB2).mkdir(parents=True)
+    (klass / "ivanov" / LAB2 / f"{LAB2}.ipynb").write_bytes(blob(submission(LAB2)))
+    (klass / "volkov").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (klass / "ivanov" / "lab_link").symlink_to(outside, target_is_directory=True)
+    found, problems = from_folder(klass)
+    assert [upload.path for upload in found] == [f"ivanov/{LAB2}/{LAB2}.ipynb"]
+    why = {p.file: p.problem for p in problems}
+    assert why == {"ivanov/lab_link": uploads.DIR_LINK, "volkov": uploads.DIR_LINK}
+
+
+def test_odd_files_in_a_folder_neither_stall_nor_stop_the_intake(tmp_path):
+    (tmp_path / "ivanov").mkdir()
+    (tmp_path / "ivanov" / f"{LAB2}.ipynb").write_bytes(blob(submission(LAB2)))
+    os.mkfifo(tmp_path / "ivanov" / "pipe.ipynb")  # чтение FIFO ждало бы писателя вечно
+    (tmp_path / "ivanov" / "folder.ipynb").mkdir()  # папка с именем тетрадки
+    result = []
+    worker = threading.Thread(target=lambda: result.append(from_folder(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert result, "сбор работ завис"
+    found, problems = result[0]
+    assert [upload.path for upload in found] == [f"ivanov/{LAB2}.ipynb"]
+    assert [(p.file, p.problem) for p in problems] == [
+        ("ivanov/pipe.ipynb", "это не обычный файл — не открыт")
+    ]
+
+
+def test_names_that_are_not_utf8_become_printable(tmp_path):
+    folder = tmp_path / os.fsdecode(b"petrov\xff")
+    folder.mkdir()
+    (folder / f"{LAB2}.ipynb").write_bytes(blob(submission(LAB2)))
+    (folder / os.fsdecode(b"link\xfe.ipynb")).symlink_to(folder / f"{LAB2}.ipynb")
+    found, problems = from_folder(tmp_path)
+    assert [upload.path for upload in found] == [f"petrov\ufffd/{LAB2}.ipynb"]
+    assert [p.file for p in problems] == ["petrov\ufffd/link\ufffd.ipynb"]
+    submissions, _ = route(found, RELEASES)
+    assert [s.student for s in submissions] == ["petrov"]
+
+
+# --------------------------------------------------------------------------- одно имя
+
+
+NFC = "Иванов Йосиф"
+NFD = unicodedata.normalize("NFD", NFC)
+
+
+def test_composed_and_decomposed_names_are_one_student(tmp_path):
+    assert NFC != NFD
+    assert owner(Upload((NFD, "x.ipynb"), b""), LABS) == owner(Upload((NFC, "x.ipynb"), b""), LABS)
+    assert owner(Upload((f"{NFD}_{LAB2}.ipynb",), b""), LABS) == student_id(NFC)
+    for name, lab in ((NFC, LAB2), (NFD, LAB4)):
+        (tmp_path / name / lab).mkdir(parents=True)
+        (tmp_path / name / lab / f"{lab}.ipynb").write_bytes(blob(submission(lab)))
+    found, problems = from_folder(tmp_path)
+    submissions, routed = route(found, RELEASES)
+    assert not problems and not routed
+    assert {(s.student, s.lab) for s in submissions} == {
+        ("Иванов_Йосиф", LAB2),
+        ("Иванов_Йосиф", LAB4),
+    }
+    assert all(unicodedata.is_normalized("NFC", s.file) for s in submissions)
+
+
+def test_composed_and_decomposed_names_in_a_zip_are_one_student(tmp_path):
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(
+        zip_with(
+            [
+                (f"{NFC}_1_assignsubmission_file_/{LAB2}.ipynb", blob(submission(LAB2))),
+                (f"{NFD}_1_assignsubmission_file_/{LAB4}.ipynb", blob(submission(LAB4))),
+            ]
+        )
+    )
+    found, _ = from_zip(archive)
+    submissions, _ = route(found, RELEASES)
+    assert {s.student for s in submissions} == {"Иванов_Йосиф_1_assignsubmission_file"}
+
+
+# --------------------------------------------------------------------------- JSON-бомбы
+
+
+def nested(depth):
+    """``depth`` вложенных списков: [[…[0]…]]."""
+    value = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def with_output(data):
+    nb = submission(LAB2)
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    cell["outputs"] = [{"output_type": "display_data", "data": data, "metadata": {}}]
+    return nb
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_real_notebooks_are_far_below_the_json_limits(lab):
+    check_structure((ROOT / "solutions" / lab / f"{lab}.ipynb").read_bytes())
+    check_structure(blob(submission(lab)))
+
+
+def test_a_long_training_log_is_still_a_notebook():
+    log = {"output_type": "stream", "name": "stdout", "text": [f"шаг {i}\n" for i in range(50_000)]}
+    nb = submission(LAB2)
+    next(c for c in nb["cells"] if c["cell_type"] == "code")["outputs"] = [log] * 10
+    assert read_notebook(blob(nb))["cells"]
+
+
+def test_json_deeper_than_the_limit_is_rejected_before_parsing():
+    outermost = 6  # тетрадка, cells, ячейка, outputs, вывод, data — 6 уровней до значения
+    inside = MAX_JSON_DEPTH - outermost
+    read_notebook(blob(with_output({"application/json": nested(inside)})))
+    with pytest.raises(ValueError, match="слишком глубокая вложенность JSON"):
+        read_notebook(blob(with_output({"application/json": nested(inside + 1)})))
+    found = [Upload(("ivanov", f"{LAB2}.ipynb"), blob(with_output({"x": nested(900)})))]
+    submissions, problems = route(found, RELEASES)
+    assert not submissions
+    assert [(p.student, p.problem) for p in problems] == [
+        (
+            "ivanov",
+            f"файл повреждён: слишком глубокая вложенность JSON (больше {MAX_JSON_DEPTH} "
+            "уровней, в тетрадке Jupyter их меньше десяти)",
+        )
+    ]
+
+
+def test_brackets_inside_strings_do_not_count():
+    source = "x = " + "[" * 10_000 + "]" * 10_000 + ' + "\\" + \'"\'\n'
+    nb = submission(LAB2)
+    next(c for c in nb["cells"] if c["cell_type"] == "code")["source"] = source * 20
+    check_structure(blob(nb))
+
+
+@pytest.mark.parametrize(
+    ("items", "why"),
+    [
+        (["[]"] * (MAX_JSON_CONTAINERS - 100), None),
+        (["[]"] * (MAX_JSON_CONTAINERS + 1), "списков и словарей"),
+        (["{}"] * (MAX_JSON_CONTAINERS + 1), "списков и словарей"),
+        (["0"] * (MAX_JSON_VALUES - 100), None),
+        (["0"] * (MAX_JSON_VALUES + 1), "значений JSON"),
+    ],
+    ids=["lists-below", "lists-above", "dicts-above", "numbers-below", "numbers-above"],
+)
+def test_absurd_numbers_of_json_values_are_rejected(items, why):
+    data = b'{"cells": [], "metadata": {"x": [' + ",".join(items).encode() + b"]}}"
+    if why is None:
+        assert read_notebook(data)["cells"] == []
+    else:
+        with pytest.raises(ValueError, match=why):
+            read_notebook(data)
+
+
+def test_a_bomb_of_empty_lists_does_not_reach_the_parser():
+    data = b'{"cells": [], "metadata": {"x": [' + b"[]," * 2_000_000 + b"[]]}}"
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="списков и словарей"):
+            read_notebook(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < len(data) + 2 * 1024**2  # копия текста, а не гигабайт объектов
+
+
+def test_a_lone_surrogate_is_replaced_with_a_note():
+    nb = submission(LAB2)
+    nb["cells"][0]["source"] = "эмодзи \ud83d обрезан, а пара \ud83d\ude00 — нет"
+    notes = []
+    read = read_notebook(json.dumps(nb).encode(), notes)
+    assert read["cells"][0]["source"] == "эмодзи \ufffd обрезан, а пара \U0001f600 — нет"
+    json.dumps(read, ensure_ascii=False).encode("utf-8")
+    assert notes and "суррогаты" in notes[0]

@@ -19,13 +19,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import json
 import os
 import secrets
 import sys
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,7 @@ from feedback.teacher.sandbox import (
     sandbox_mode,
     sandbox_warning,
 )
+from feedback.teacher.tables import write_csv
 from feedback.teacher.unit import unassessed
 from feedback.teacher.uploads import Problem, Submission
 
@@ -151,10 +150,13 @@ def prepare(work: Path, jobs: int | None = None) -> Run:
 
 def collect(source: Path, run: Run) -> list[Submission]:
     """Работы из папки или архива; всё, что оценить нельзя, — в ``run.problems``."""
-    if source.is_file() and zipfile.is_zipfile(source):
-        found, problems = uploads.from_zip(source)
-    elif source.is_dir():
+    if source.is_dir():
         found, problems = uploads.from_folder(source)
+    elif source.is_file():
+        try:
+            found, problems = uploads.from_zip(source)
+        except uploads.BrokenArchive as error:  # архив целиком — ввод преподавателя
+            raise SetupError(str(error)) from None
     else:
         raise SetupError(f"Не найдены работы: {source} — нужна папка или архив .zip.")
     release_json = {lab: json.loads(nbformat.writes(nb)) for lab, nb in run.releases.items()}
@@ -291,30 +293,23 @@ def _merge_safely(run: Run, result: dict[str, Any], reports: ReportWriter) -> No
         )
 
 
-def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
 def write_tables(run: Run) -> None:
     """problems.csv, needs_review.csv, cases.csv, timings.csv и выгрузка оценок."""
     gradebook.export(run.work)
     problems = sorted(run.problems, key=lambda p: (p.student, p.lab, p.file, p.problem))
-    _write_csv(
+    write_csv(
         run.work / "problems.csv",
         ["student_id", "lab", "file", "problem"],
         [[p.student, p.lab, p.file, p.problem] for p in problems],
     )
     review = sorted(run.review, key=lambda r: (r["student_id"], r["lab"], r["cell"], r["line"]))
-    _write_csv(
+    write_csv(
         run.work / "needs_review.csv",
         ["student_id", "lab", "cell", "line", "code", "reason"],
         [[r["student_id"], r["lab"], r["cell"], r["line"], r["code"], r["reason"]] for r in review],
     )
     cases = sorted(run.cases, key=lambda c: (c["student_id"], c["lab"], c["grade_id"]))
-    _write_csv(
+    write_csv(
         run.work / "cases.csv",
         ["student_id", "lab", "grade_id", "params"],
         [
@@ -323,7 +318,7 @@ def write_tables(run: Run) -> None:
         ],
     )
     timings = sorted(run.timings, key=lambda t: (t["student_id"], t["lab"]))
-    _write_csv(
+    write_csv(
         run.work / "timings.csv",
         ["student_id", "lab", "seconds"],
         [

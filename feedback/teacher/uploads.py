@@ -10,27 +10,44 @@
 или, если папок нет, начало имени файла до названия лабораторной
 (``ivanov_1234_lab_7_2_training_flops.ipynb`` → ``ivanov_1234``). Какая лабораторная:
 по ``grade_id`` ячеек, а если разметки нет — по совпадающему тексту ячеек; имя
-файла — лишь подсказка.
+файла — лишь подсказка. Имена папок и файлов приводятся к NFC: «Й» одной буквой и «И»
+с надстрочным знаком — один и тот же учащийся.
+
+Память родительского процесса на работу ограничена до разбора JSON
+(:func:`check_structure`): 32 МиБ пустых списков развернулись бы в гигабайт объектов.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
+import unicodedata
 import zipfile
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from feedback.formatting import plural
 from feedback.teacher.assemble import normalize
 
 #: Больше этого тетрадка учащегося не бывает (с картинками — несколько мегабайт).
 MAX_NOTEBOOK_BYTES = 32 * 1024**2
-#: Предел распакованного архива целиком.
+#: Предел прочитанного за один запуск: распакованный архив или папка целиком.
 MAX_ARCHIVE_BYTES = 2 * 1024**3
+#: Пределы JSON тетрадки (:func:`check_structure`). Выполненные эталонные решения курса:
+#: глубина 7–8, списков и словарей 144–438, значений 881–2295. Сотни уровней
+#: вложенности ломают рекурсивный разбор дальше (nbformat, json); на пределах списков и
+#: значений разобранная тетрадка занимает меньше 100 МиБ (без них 32 МиБ пустых списков —
+#: больше 700 МиБ).
+MAX_JSON_DEPTH = 100
+MAX_JSON_CONTAINERS = 100_000
+#: Значение — строка, число, литерал, список или словарь (строка вывода — тоже значение).
+MAX_JSON_VALUES = 1_000_000
 
 _UNSAFE = re.compile(r"[^\w.\-]+")
 
@@ -75,69 +92,194 @@ def _skipped(parts: tuple[str, ...]) -> bool:
     return any(part == "__MACOSX" or part.startswith(".") for part in parts)
 
 
-def from_folder(folder: Path) -> tuple[list[Upload], list[Problem]]:
-    """Тетрадки из папки (ссылки не разыменовываются, скрытые папки пропускаются)."""
-    uploads, problems = [], []
-    for path in sorted(folder.rglob("*.ipynb")):
-        parts = path.relative_to(folder).parts
-        if _skipped(parts):
-            continue
-        if path.is_symlink() or any(parent.is_symlink() for parent in path.parents):
-            problems.append(Problem("?", "?", "/".join(parts), "ссылка вместо файла — не открыта"))
-            continue
-        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-            problems.append(Problem("?", "?", "/".join(parts), _too_big()))
-            continue
-        uploads.append(Upload(parts, path.read_bytes()))
-    return uploads, problems
+def clean_name(name: str) -> str:
+    """Имя папки или файла для путей, id и CSV: UTF-8 без суррогатов и в форме NFC.
+
+    Байты имени, которые не UTF-8 (``os`` отдаёт их суррогатами), заменяются на «�»;
+    одно и то же имя, набранное составными и разложенными буквами, совпадает.
+    """
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return unicodedata.normalize("NFC", name)
+
+
+def _bytes(size: int) -> str:
+    for unit, scale in (("ГиБ", 1024**3), ("МиБ", 1024**2), ("КиБ", 1024)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return plural(size, "байт", "байта", "байт")
 
 
 def _too_big() -> str:
-    return f"файл больше {MAX_NOTEBOOK_BYTES // 1024**2} МиБ — не похоже на тетрадку курса"
+    return f"файл больше {_bytes(MAX_NOTEBOOK_BYTES)} — не похоже на тетрадку курса"
+
+
+def _over_total(kind: str) -> str:
+    return (
+        f"{kind} больше {_bytes(MAX_ARCHIVE_BYTES)} — этот файл не прочитан; "
+        "разделите работы на части и оцените их отдельно"
+    )
+
+
+LINK = "ссылка вместо файла — не открыта"
+DIR_LINK = "ссылка вместо папки — не открыта"
+
+
+def from_folder(folder: Path) -> tuple[list[Upload], list[Problem]]:
+    """Тетрадки из папки; ссылки и необычные файлы — в проблемы, скрытые папки пропускаются.
+
+    Ссылки не разыменовываются ни на файлы, ни на папки: папка учащегося-ссылка тоже даёт
+    строку проблем, а не пропадает молча. Файл читается не больше предела, и FIFO с
+    именем ``.ipynb`` не останавливает чтение.
+    """
+    uploads: list[Upload] = []
+    problems: list[Problem] = []
+    total = 0
+
+    def row(path: str | Path, problem: str) -> None:
+        parts = Path(path).relative_to(folder).parts
+        problems.append(Problem("?", "?", "/".join(clean_name(part) for part in parts), problem))
+
+    def unreadable(error: OSError) -> None:
+        row(error.filename or folder, f"папка не читается ({error.strerror}) — не открыта")
+
+    folder = folder.absolute()
+    for root, dirs, files in os.walk(folder, onerror=unreadable):
+        base = Path(root)
+        prefix = base.relative_to(folder).parts
+        dirs.sort()
+        for name in list(dirs):
+            if _skipped((name,)):
+                dirs.remove(name)
+            elif (base / name).is_symlink():
+                dirs.remove(name)  # os.walk в неё и не зашёл бы: без строки работа пропала бы
+                row(base / name, DIR_LINK)
+        for name in sorted(files):
+            if _skipped((*prefix, name)) or not name.lower().endswith(".ipynb"):
+                continue
+            path = base / name
+            problem, data = _read_file(path)
+            if problem is None and total + len(data) > MAX_ARCHIVE_BYTES:
+                problem, total = _over_total("папка с работами"), MAX_ARCHIVE_BYTES + 1
+            if problem is not None:
+                row(path, problem)
+                continue
+            total += len(data)
+            parts = tuple(clean_name(part) for part in (*prefix, name))
+            uploads.append(Upload(parts, data))
+    return uploads, problems
+
+
+def _read_file(path: Path) -> tuple[str | None, bytes]:
+    """Содержимое обычного файла не больше предела или причина, почему его нет."""
+    try:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return LINK, b""
+        if not stat.S_ISREG(info.st_mode):
+            return "это не обычный файл — не открыт", b""
+        if info.st_size > MAX_NOTEBOOK_BYTES:
+            return _too_big(), b""
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # подменили после lstat
+                return "это не обычный файл — не открыт", b""
+            data = fh.read(MAX_NOTEBOOK_BYTES + 1)
+    except OSError as error:
+        return f"файл не читается ({error.strerror or error}) — не открыт", b""
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return _too_big(), b""
+    return None, data
+
+
+class BrokenArchive(ValueError):
+    """Архив целиком не открывается (не zip, обрезан); текст — русское объяснение."""
+
+
+#: Бит «зашифровано» в флагах записи zip.
+_ENCRYPTED = 0x1
 
 
 def from_zip(archive: Path) -> tuple[list[Upload], list[Problem]]:
-    """Тетрадки из архива LMS; пути наружу, ссылки и огромные файлы — в проблемы."""
+    """Тетрадки из архива LMS; пути наружу, ссылки, битые и огромные файлы — в проблемы.
+
+    Запись, которую не удаётся распаковать (неверная CRC, испорченные сжатые данные,
+    шифрование), — строка проблем, остальные читаются. Каждая тетрадка после предела
+    всего архива — тоже своя строка. Не открывается сам архив — :class:`BrokenArchive`.
+    """
     uploads, problems = [], []
     total = 0
-    with zipfile.ZipFile(archive) as zf:
+    try:
+        zf = zipfile.ZipFile(archive)
+    except Exception as error:  # архив целиком: любой сбой zipfile значит «не zip»
+        raise BrokenArchive(
+            f"архив {archive} не открывается: это не zip или он обрезан при скачивании "
+            f"({type(error).__name__}: {error}). Нужна папка или архив .zip из LMS — "
+            "скачайте архив заново."
+        ) from None
+    with zf:
         for info in zf.infolist():
-            name = info.filename.replace("\\", "/")
-            if info.is_dir() or not name.lower().endswith(".ipynb"):
-                continue
+            name = clean_name(info.filename.replace("\\", "/"))
             pure = PurePosixPath(name)
+            link = stat.S_ISLNK(info.external_attr >> 16)
+            if info.is_dir() or not (link or name.lower().endswith(".ipynb")):
+                continue
             if pure.is_absolute() or ".." in pure.parts or re.match(r"^[A-Za-z]:", name):
                 problems.append(Problem("?", "?", name, "путь ведёт за пределы архива — отказано"))
                 continue
             if _skipped(pure.parts):
                 continue
-            if stat.S_ISLNK(info.external_attr >> 16):
-                problems.append(Problem("?", "?", name, "ссылка вместо файла — не открыта"))
+            if link:
+                problems.append(Problem("?", "?", name, LINK))
                 continue
             if info.file_size > MAX_NOTEBOOK_BYTES:
                 problems.append(Problem("?", "?", name, _too_big()))
                 continue
-            total += info.file_size
-            if total > MAX_ARCHIVE_BYTES:
-                problems.append(
-                    Problem("?", "?", name, "архив слишком большой — остальное не прочитано")
-                )
-                break
-            with zf.open(info) as fh:
-                data = fh.read(MAX_NOTEBOOK_BYTES + 1)
-            if len(data) > MAX_NOTEBOOK_BYTES:
-                problems.append(Problem("?", "?", name, _too_big()))
+            if total + info.file_size > MAX_ARCHIVE_BYTES:
+                total = MAX_ARCHIVE_BYTES + 1  # и все следующие: порядок — как в архиве
+                problems.append(Problem("?", "?", name, _over_total("архив")))
                 continue
+            if info.flag_bits & _ENCRYPTED:
+                problems.append(
+                    Problem(
+                        "?", "?", name, "файл зашифрован паролем — не открыт; сдайте без пароля"
+                    )
+                )
+                continue
+            problem, data = _unpack(zf, info)
+            if problem is not None:
+                problems.append(Problem("?", "?", name, problem))
+                continue
+            total += len(data)
             uploads.append(Upload(tuple(pure.parts), data))
     return uploads, problems
+
+
+def _unpack(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str | None, bytes]:
+    """Распакованная запись не больше предела или причина, почему её нет."""
+    try:
+        with zf.open(info) as fh:
+            data = fh.read(MAX_NOTEBOOK_BYTES + 1)
+    except NotImplementedError as error:
+        return f"файл сжат способом, который не поддерживается ({error}) — не открыт", b""
+    except RuntimeError as error:  # так zipfile говорит о шифровании
+        return f"файл зашифрован — не открыт ({error})", b""
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
+        return (
+            f"архив повреждён: файл не распаковывается ({type(error).__name__}: {error}) — "
+            "скачайте архив заново или попросите сдать файл ещё раз",
+            b"",
+        )
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return _too_big(), b""
+    return None, data
 
 
 # --------------------------------------------------------------------------- кто сдал
 
 
 def student_id(text: str) -> str:
-    """Имя учащегося, пригодное для папок и CSV: буквы, цифры, «.», «-», «_»."""
-    return _UNSAFE.sub("_", text.strip()).strip("._-")[:120]
+    """Имя учащегося, пригодное для папок и CSV: буквы, цифры, «.», «-», «_» (в форме NFC)."""
+    return _UNSAFE.sub("_", clean_name(text).strip()).strip("._-")[:120]
 
 
 def _strip_wrappers(uploads: list[Upload], labs: Iterable[str]) -> None:
@@ -170,20 +312,95 @@ class UnreadableUpload(ValueError):
     """Файл не удаётся прочитать как тетрадку; текст — русское объяснение."""
 
 
-def read_notebook(data: bytes) -> dict[str, Any]:
-    """Тетрадка из байтов: любой формат 4.x (Colab, Kaggle), без строгой проверки схемы."""
+TOO_DEEP = "слишком глубокая вложенность JSON"
+
+#: Лексемы JSON по порядку: строка (до закрывающей кавычки или до конца файла), открытие,
+#: закрытие, число или литерал. Повторы — сверхжадные (``*+``): обычный повтор группы
+#: копит состояние возврата на каждый экранированный символ (гигабайты на 32 МиБ «\\n»),
+#: а незакрытая строка без ``\Z`` сканировалась бы заново с каждой кавычки — квадратично.
+_TOKEN = re.compile(
+    rb'(")[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|([\[{])|([\]}])|([^\s\[\]{}",:]++)', re.S
+)
+_OPEN, _CLOSE = 2, 3
+
+
+def _number(value: int) -> str:
+    return f"{value:,}".replace(",", "\u00a0")
+
+
+def check_structure(data: bytes) -> None:
+    """Отказ до разбора, если JSON слишком глубок или в нём абсурдно много значений.
+
+    ``json.loads`` строит все объекты сразу: файл из пустых списков занимает в памяти
+    в 20 раз больше, чем на диске, а сотни уровней вложенности ломают рекурсивный разбор
+    дальше по цепочке (``RecursionError``, которую легко принять за другую беду). Здесь
+    лексемы только считаются, без построения объектов: память — постоянная, время —
+    линейное и кончается на первом превышенном пределе. Синтаксис не проверяется — это
+    дело ``json.loads``.
+    """
+    depth = containers = values = 0
+    for token in _TOKEN.finditer(data):
+        kind = token.lastindex
+        if kind == _CLOSE:
+            depth -= 1
+            continue
+        values += 1
+        if values > MAX_JSON_VALUES:
+            raise UnreadableUpload(
+                f"не похоже на тетрадку курса: больше {_number(MAX_JSON_VALUES)} значений JSON "
+                "(в тетрадке с выводами их тысячи) — очистите выводы и сдайте заново"
+            )
+        if kind != _OPEN:
+            continue
+        depth += 1
+        containers += 1
+        if depth > MAX_JSON_DEPTH:
+            raise UnreadableUpload(
+                f"файл повреждён: {TOO_DEEP} (больше {MAX_JSON_DEPTH} уровней, "
+                "в тетрадке Jupyter их меньше десяти)"
+            )
+        if containers > MAX_JSON_CONTAINERS:
+            raise UnreadableUpload(
+                f"не похоже на тетрадку курса: больше {_number(MAX_JSON_CONTAINERS)} списков "
+                "и словарей JSON (в тетрадке с выводами их сотни) — очистите выводы и сдайте "
+                "заново"
+            )
+
+
+#: Экранированная половина суррогатной пары (``\ud83d``): после разбора может остаться
+#: одиночной, а одиночный суррогат не записать в UTF-8 — ни в задание единицы, ни в CSV.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def read_notebook(data: bytes, notes: list[str] | None = None) -> dict[str, Any]:
+    """Тетрадка из байтов: любой формат 4.x (Colab, Kaggle), без строгой проверки схемы.
+
+    Одиночные суррогаты UTF-16 из JSON (обрезанный эмодзи) заменяются на «�»; о замене
+    дописывается заметка в ``notes``.
+    """
     if not data.strip():
         raise UnreadableUpload("пустой файл")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UnreadableUpload("файл не в кодировке UTF-8 — это не тетрадка Jupyter") from None
+    check_structure(data)
     try:
         nb = json.loads(text)
     except RecursionError:
-        raise UnreadableUpload("файл повреждён: слишком глубокая вложенность JSON") from None
+        raise UnreadableUpload(f"файл повреждён: {TOO_DEEP}") from None
     except ValueError as error:
         raise UnreadableUpload(f"файл повреждён: это не JSON ({error})") from None
+    del text
+    if _SURROGATE_ESCAPE.search(data):
+        dumped = json.dumps(nb, ensure_ascii=False)
+        if _SURROGATE.search(dumped):
+            nb = json.loads(_SURROGATE.sub("\ufffd", dumped))
+            if notes is not None:
+                notes.append(
+                    "В файле были недопустимые символы (одиночные суррогаты): заменены на «�»."
+                )
     if not isinstance(nb, dict):
         raise UnreadableUpload("это не тетрадка Jupyter: в файле нет ячеек")
     if "worksheets" in nb and "cells" not in nb:  # формат 3
@@ -242,8 +459,9 @@ def identify_lab(
 
 
 def _hint(upload: Upload, labs: Iterable[str]) -> str | None:
+    parts = [clean_name(part) for part in upload.parts]
     for lab in sorted(labs, key=len, reverse=True):
-        if any(lab in part for part in upload.parts):
+        if any(lab in part for part in parts):
             return lab
     return None
 
@@ -264,8 +482,9 @@ def route(
                 Problem("?", hint or "?", upload.path, "не удалось понять, чья это работа")
             )
             continue
+        notes: list[str] = []
         try:
-            nb = read_notebook(upload.data)
+            nb = read_notebook(upload.data, notes)
         except UnreadableUpload as error:
             problems.append(Problem(student, hint or "?", upload.path, str(error)))
             continue
@@ -277,7 +496,6 @@ def route(
                 )
             )
             continue
-        notes = []
         if hint and hint != lab:
             notes.append(f"Файл {upload.path} назван как {hint}, но это {lab}: оценен как {lab}.")
         found[(student, lab)].append(Submission(student, lab, upload.path, nb, notes))
