@@ -9,13 +9,13 @@ import os
 import sys
 from pathlib import Path
 
-import nbgrader
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import ClearSolutions, GetGrades
 
 from feedback.teacher.assemble import SKIP_TAG
 from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
+from feedback.teacher.reports import ReportExporter, template_settings
 
 ROOT = Path(__file__).resolve().parent
 WORK = Path(os.environ.get("COURSE7_GRADING_DIR", ROOT / ".course-work")).resolve()
@@ -42,13 +42,18 @@ c.GenerateAssignment.preprocessors = [
 # выносит вне неё. Встроенный nbgrader autograde выполнил бы код учащихся без изоляции.
 c.Autograde.sanitize_preprocessors = [RefuseAutograde]
 
-# Отчёты для учащихся (make feedback): русские подписи, без заметок для преподавателя.
+# Отчёты для учащихся (make feedback, nbgrader generate_feedback): русские подписи, без
+# заметок для преподавателя. Шаблон задан только экспортёру отчётов: общий HTMLExporter
+# отрисовывает и работы в formgrader, и с шаблоном отчёта его страницы отвечали 500.
 c.GenerateFeedback.preprocessors = [ReportCleanup, GetGrades, CSSHTMLHeaderPreprocessor]
-c.HTMLExporter.template_name = "feedback_ru"
-c.HTMLExporter.extra_template_basedirs = [
-    str(ROOT / "feedback" / "teacher" / "templates"),
-    str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
-]
+c.GenerateFeedback.exporter_class = ReportExporter
+c.ReportExporter.merge(template_settings())
+
+# Раздача через exchange nbgrader в курсе не нужна (тетрадки учащихся лежат в notebooks/),
+# но без папки exchange formgrader показывает предупреждение. Пустая папка — в рабочей.
+c.Exchange.root = str(WORK / "exchange")
+if WORK.is_dir():
+    (WORK / "exchange").mkdir(exist_ok=True)
 
 if "validate" in sys.argv[1:2]:
     os.environ["FEEDBACK_STRICT"] = "1"  # непройденная проверка роняет ячейку

@@ -2,6 +2,7 @@
 
 JupyterLab запускается так же, как в ``make lab`` (``.venv/bin/jupyter lab``), но на
 свободном порту 127.0.0.1, с токеном и без браузера, в своих временных папках настроек.
+Так же запускается и ``jupyter server`` с formgrader для tests/test_formgrader.py.
 Браузер — системный Chromium (``apt-get install chromium``): Playwright только управляет
 им и ничего не скачивает.
 """
@@ -22,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / ".course-work" / "screenshots"
@@ -119,6 +122,65 @@ def jupyter_lab(root_dir: Path, work_dir: Path, timeout: float = 60) -> Iterator
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # CI и машины разработчиков работают от root
+    with _serve(command, root_dir, env, log, f"http://127.0.0.1:{port}", token, timeout) as server:
+        yield server
+
+
+@contextmanager
+def formgrader_server(
+    root_dir: Path, work_dir: Path, grading_dir: Path, timeout: float = 60
+) -> Iterator[LabServer]:
+    """Запускает ``jupyter server`` с formgrader nbgrader, как его видит преподаватель.
+
+    Корень сервера — курс (там nbgrader_config.py), ``COURSE7_GRADING_DIR`` — папка
+    оценивания с базой и autograded/. Настройки и runtime — во временной ``work_dir``.
+    """
+    jupyter = Path(sys.executable).with_name("jupyter")
+    port, token = _free_port(), os.urandom(16).hex()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"FEEDBACK_STRICT", "MPLBACKEND", "JUPYTER_CONFIG_DIR"}
+    }
+    env.update(
+        COURSE7_GRADING_DIR=str(grading_dir),
+        JUPYTER_CONFIG_DIR=str(work_dir / "config"),
+        JUPYTER_RUNTIME_DIR=str(work_dir / "runtime"),
+        # nbgrader зовёт alembic из PATH: папка скриптов окружения тестов — первой.
+        PATH=os.pathsep.join([str(jupyter.parent), os.environ.get("PATH", "")]),
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+    )
+    log = work_dir / "jupyter-server.log"
+    command = [
+        str(jupyter),
+        "server",
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--port-retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root_dir}",
+        "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True",
+    ]
+    work_dir.mkdir(parents=True, exist_ok=True)
+    url = f"http://127.0.0.1:{port}"
+    with _serve(command, root_dir, env, log, url, token, timeout, "jupyter server") as server:
+        yield server
+
+
+@contextmanager
+def _serve(
+    command: list[str],
+    root_dir: Path,
+    env: dict[str, str],
+    log: Path,
+    url: str,
+    token: str,
+    timeout: float,
+    name: str = "jupyter lab",
+) -> Iterator[LabServer]:
+    """Запускает сервер Jupyter с журналом в ``log``, ждёт готовности и всегда останавливает."""
     with log.open("w", encoding="utf-8") as log_file:
         process = subprocess.Popen(
             command,
@@ -129,22 +191,45 @@ def jupyter_lab(root_dir: Path, work_dir: Path, timeout: float = 60) -> Iterator
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    server = LabServer(f"http://127.0.0.1:{port}", token, log)
+    server = LabServer(url, token, log)
     try:
-        _wait_until_ready(server, process, timeout)
+        _wait_until_ready(server, process, timeout, name)
         yield server
     finally:
         _stop(process)
 
 
-def _wait_until_ready(server: LabServer, process: subprocess.Popen, timeout: float) -> None:
+def chromium_or_skip(what: str) -> str:
+    """Путь к Chromium для браузерного теста ``what``.
+
+    Без Chromium тест пропускается с причиной, а при ``COURSE7_REQUIRE_BROWSER=1`` падает;
+    без пакета playwright (extra dev) падает всегда.
+    """
+    chromium = find_chromium()
+    if chromium is None and os.environ.get("COURSE7_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"Chromium не найден, а COURSE7_REQUIRE_BROWSER=1 требует {what}")
+    if chromium is None:
+        pytest.skip(
+            "Chromium не найден: нет /usr/bin/chromium (поставьте `apt-get install chromium` "
+            f"или запустите .ci/install-browser) — {what} не выполнялся"
+        )
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.fail("нет пакета playwright: обновите окружение (`make env`, extra dev)")
+    return chromium
+
+
+def _wait_until_ready(
+    server: LabServer, process: subprocess.Popen, timeout: float, name: str = "jupyter lab"
+) -> None:
     request = urllib.request.Request(
         f"{server.url}/api/status", headers={"Authorization": f"token {server.token}"}
     )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"jupyter lab завершился сам:\n{server.log_tail()}")
+            raise RuntimeError(f"{name} завершился сам:\n{server.log_tail()}")
         try:
             with urllib.request.urlopen(request, timeout=2) as response:
                 if response.status == 200:
@@ -152,7 +237,7 @@ def _wait_until_ready(server: LabServer, process: subprocess.Popen, timeout: flo
         except OSError:
             pass
         time.sleep(0.3)
-    raise RuntimeError(f"jupyter lab не ответил за {timeout} с:\n{server.log_tail()}")
+    raise RuntimeError(f"{name} не ответил за {timeout} с:\n{server.log_tail()}")
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -49,21 +49,32 @@ class ReportExporter(HTMLExporter):
         return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
 
 
-def report_config() -> Config:
-    """Шаблон ``feedback_ru`` и то, на чём он стоит: шаблоны и CSS formgrader из nbgrader."""
+def template_settings() -> dict[str, object]:
+    """Шаблон ``feedback_ru`` и то, на чём он стоит: шаблоны и CSS formgrader из nbgrader.
+
+    Это настройки экспортёра отчётов, а не всех HTMLExporter: в nbgrader_config.py они
+    заданы для :class:`ReportExporter` (им пишет отчёты и ``nbgrader generate_feedback``),
+    потому что formgrader отрисовывает работы своим HTMLExporter со своим шаблоном.
+    """
     import nbgrader
 
     formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
-    config = Config()
-    config.HTMLExporter.template_name = "feedback_ru"
-    config.HTMLExporter.extra_template_basedirs = [
-        str(ROOT / "feedback" / "teacher" / "templates"),
-        str(formgrader / "templates"),
-    ]
-    config.HTMLExporter.extra_template_paths = [
-        str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")
-    ]
-    return config
+    return {
+        "template_name": "feedback_ru",
+        "extra_template_basedirs": [
+            str(ROOT / "feedback" / "teacher" / "templates"),
+            str(formgrader / "templates"),
+        ],
+        "extra_template_paths": [
+            str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")
+        ],
+    }
+
+
+def report_config() -> Config:
+    """Настройки отчёта в своей конфигурации процесса: годятся и для HTMLExporter (сравнение
+    в тестах), и для :class:`ReportExporter`, который наследует его раздел."""
+    return Config({"HTMLExporter": template_settings()})
 
 
 class ReportWriter:
