@@ -504,9 +504,15 @@ WEIGHTS_DTYPE_TITLE = "Тип весов для загрузки"
 
 def _dtype_choice(value: Any) -> str:
     """Выбор учащегося как строка или :class:`LearnerProblem`, если выбора нет."""
-    if value is Ellipsis or value is None:
+    if value is Ellipsis:
         raise LearnerProblem(
             "тип весов ещё не выбран: вместо строки осталось «…».",
+            "Впишите имя типа строкой в кавычках и выполните ячейку.",
+        )
+    if value is None:
+        raise LearnerProblem(
+            "тип весов ещё не выбран: в переменной None — пустое значение, а нужна строка "
+            "с именем типа.",
             "Впишите имя типа строкой в кавычках и выполните ячейку.",
         )
     if not isinstance(value, str):

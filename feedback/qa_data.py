@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -89,6 +90,28 @@ def _offline_reason(offline: bool | None, env: Mapping[str, str]) -> str | None:
     return None
 
 
+def _download_problem(error: BaseException) -> str:
+    """Почему набор не скачался: сначала по-русски, короткая техническая причина — в конце.
+
+    ``URLError`` без ответа сервера (нет сети, имя не найдено, таймаут) — это «нет доступа к
+    интернету»; его текст ``<urlopen error …>`` учащемуся ничего не скажет, поэтому
+    показываем только причину внутри него.
+    """
+    if isinstance(error, urllib.error.HTTPError):
+        problem = f"сервер с набором Africa Galore QA ответил ошибкой {error.code}"
+        detail = error.reason
+    elif isinstance(error, OSError):
+        problem = "похоже, нет доступа к интернету, и набор Africa Galore QA не скачался"
+        detail = error.reason if isinstance(error, urllib.error.URLError) else error
+    else:
+        problem = "скачанный файл не похож на набор Africa Galore QA"
+        detail = error
+    technical = f"{type(error).__name__}: {detail}"
+    if len(technical) > 120:
+        technical = technical[:119] + "…"
+    return f"{problem}. Техническая причина: {technical}"
+
+
 def _download(url: str, timeout: float) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.read()
@@ -157,7 +180,7 @@ def load_qa(
         data = _download(url, timeout)
         rows = normalize_rows(json.loads(data.decode("utf-8")))
     except (OSError, ValueError) as error:
-        return _fallback(f"не удалось скачать {url} ({type(error).__name__}: {error})", notify)
+        return _fallback(_download_problem(error), notify)
     try:
         _write_atomically(cached, data)
     except OSError:

@@ -7,6 +7,7 @@
 """
 
 import os
+import re
 import time
 
 import numpy as np
@@ -103,9 +104,9 @@ def test_square_root_scaling_is_recognised_but_the_lab_rule_is_linear(keras, rat
 @pytest.mark.parametrize(
     ("steps", "phrases"),
     [
-        (2, ["раз в 2 шага", "из 2 примеров", "градиенты 2 микробатчей"]),
-        (5, ["раз в 5 шагов", "из 5 примеров", "градиенты 5 микробатчей"]),
-        (21, ["раз в 21 шаг", "из 21 примера", "градиенты 21 микробатча"]),
+        (2, ["раз в 2 микробатча", "из 2 примеров"]),
+        (5, ["раз в 5 микробатчей", "из 5 примеров"]),
+        (21, ["раз в 21 микробатч", "из 21 примера"]),
     ],
 )
 def test_accumulation_hint_agrees_with_the_number_of_steps(keras, steps, phrases):
@@ -114,6 +115,17 @@ def test_accumulation_hint_agrees_with_the_number_of_steps(keras, steps, phrases
     )
     for phrase in phrases:
         assert phrase in result.message
+    # «Шаг» в лабораторной — обновление весов; накопление считают в микробатчах.
+    assert f"раз в {steps} шаг" not in result.message
+
+
+def test_default_hints_use_one_notation_and_no_nested_brackets(keras):
+    optimizer = keras.optimizers.AdamW(gradient_accumulation_steps=8)
+    message = accumulation.check_optimizer(optimizer, steps=8, learning_rate=8e-4).message
+    assert "получено 0.001" in message and "0.001 — значение Keras по умолчанию" in message
+    assert "1e-3" not in message
+    for line in message.splitlines():
+        assert not re.search(r"\([^()]*\(", line), line
 
 
 @pytest.mark.parametrize(

@@ -234,6 +234,18 @@ def test_weights_dtype_choice_is_checked_before_loading():
         assert not result.passed and words in result.message, (choice, result.message)
 
 
+def test_none_and_ellipsis_get_their_own_messages():
+    """None — не «…»: вердикт называет то, что действительно лежит в переменной."""
+    none = precision.check_weights_dtype(None)
+    assert not none.passed
+    assert "в переменной None" in none.headline and "«…»" not in none.message
+    ellipsis = precision.check_weights_dtype(...)
+    assert not ellipsis.passed and "осталось «…»" in ellipsis.headline
+    with pytest.raises(precision.WeightsDtypeError) as error:
+        precision.require_weights_dtype(None, "gemma3_4b_text")
+    assert "в переменной None" in str(error.value)
+
+
 def test_loading_refuses_unfilled_task_and_float32_that_will_not_fit():
     from feedback.runtime import Accelerator
 

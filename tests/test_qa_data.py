@@ -3,6 +3,7 @@
 import io
 import json
 import re
+import socket
 import urllib.error
 import urllib.request
 from collections import namedtuple
@@ -141,8 +142,40 @@ def test_fallback_when_offline(no_network, tmp_path):
     assert len(no_network) == 1
     ((title, body),) = notices.items
     assert "набор" in title
-    assert "не удалось скачать" in body and "URLError" in body
+    assert "нет доступа к интернету" in body and "URLError" in body
     assert not list(tmp_path.iterdir()), "при ошибке кэш не пишется"
+
+
+def test_no_internet_is_explained_in_russian_before_the_technical_reason(monkeypatch, tmp_path):
+    """Так выглядит отказ без сети в Colab: имя сервера не находится, а не «сеть отключена»."""
+
+    def no_dns(*args, **kwargs):
+        raise urllib.error.URLError(socket.gaierror(-2, "Name or service not known"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_dns)
+    notices = Notices()
+    assert load_qa(cache_dir=tmp_path, env={}, notify=notices) == load_local_qa()
+    ((_, body),) = notices.items
+    reason = body.split("\n\n")[0]
+    assert reason.startswith("Причина: похоже, нет доступа к интернету")
+    assert "<urlopen error" not in body
+    assert reason.index("интернет") < reason.index("URLError") < reason.index("Errno -2")
+    assert len(reason) < 250, "техническая причина — коротко"
+
+
+def test_http_error_and_bad_file_are_told_apart(monkeypatch, tmp_path):
+    def not_found(url, timeout=None):
+        raise urllib.error.HTTPError(url, 404, "Not Found", None, None)
+
+    monkeypatch.setattr(urllib.request, "urlopen", not_found)
+    notices = Notices()
+    load_qa(cache_dir=tmp_path, env={}, notify=notices)
+    assert "ответил ошибкой 404" in notices.items[0][1]
+
+    _serve(monkeypatch, b"<html>not found</html>")
+    notices = Notices()
+    load_qa(cache_dir=tmp_path, env={}, notify=notices)
+    assert "не похож на набор" in notices.items[0][1]
 
 
 def test_offline_flag_and_tiny_mode_skip_network(no_network, tmp_path):
