@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,34 @@ class Mistake:
 
     formula: Formula
     hint: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Эталон задания «функция → число»: верная формула и типичные ошибки."""
+
+    formula: Formula
+    mistakes: tuple[Mistake, ...] = ()
+
+
+class AnswersUnavailable(LookupError):
+    """Эталонов нет: так и должно быть в песочнице оценивания."""
+
+
+def answer(name: str) -> Answer:
+    """Эталон ``"модуль.ИМЯ"`` из :mod:`feedback.answers` — только для вердикта.
+
+    В песочнице оценивания папки эталонов нет: там вердикт не выносится, а код учащегося
+    не должен дотянуться до верной формулы.
+    """
+    module, _, attribute = name.partition(".")
+    try:
+        found = getattr(importlib.import_module(f"feedback.answers.{module}"), attribute)
+    except (ImportError, AttributeError) as error:
+        raise AnswersUnavailable(f"эталон {name} недоступен: {error}") from None
+    if not isinstance(found, Answer):
+        raise AnswersUnavailable(f"{name} — не эталон")
+    return found
 
 
 def is_close(got: float, expected: float, rel_tol: float) -> bool:
@@ -101,17 +130,18 @@ def choice(*values: float) -> Sampler:
 
 @dataclass(frozen=True)
 class FunctionTask:
-    """Задание «напишите функцию»: открытые случаи, эталон, типичные ошибки.
+    """Задание «напишите функцию»: открытые случаи и имя эталона с типичными ошибками.
 
-    ``samplers`` — как тянуть каждый аргумент для случаев оценивания; ``globals_hint``
-    — какая глобальная переменная лабораторной соответствует аргументу (её берут по
-    ошибке вместо самого аргумента).
+    Сам эталон (:class:`Answer`) лежит в :mod:`feedback.answers` и нужен только
+    вердикту; наблюдению хватает имени функции и случаев. ``samplers`` — как тянуть
+    каждый аргумент для случаев оценивания; ``globals_hint`` — какая глобальная
+    переменная лабораторной соответствует аргументу (её берут по ошибке вместо самого
+    аргумента).
     """
 
     title: str
     cases: tuple[dict[str, Any], ...]
-    formula: Formula
-    mistakes: tuple[Mistake, ...] = ()
+    answer: str  # имя эталона в feedback.answers, например "flops.COMPUTE_NUM_FLOPS"
     formatter: Callable[..., str] = format_number
     rel_tol: float = 1e-6
     samplers: Mapping[str, Sampler] = field(default_factory=dict)
@@ -121,6 +151,15 @@ class FunctionTask:
     @property
     def arguments(self) -> tuple[str, ...]:
         return tuple(self.cases[0])
+
+    @property
+    def formula(self) -> Formula:
+        """Верная формула (только для вердикта: в песочнице её нет)."""
+        return answer(self.answer).formula
+
+    @property
+    def mistakes(self) -> tuple[Mistake, ...]:
+        return answer(self.answer).mistakes
 
     def observe(self, fn: Any, cases: Sequence[Sequence[float]] | None = None) -> dict[str, Any]:
         """Исходы вызовов ``fn`` на всех случаях (сторона учащегося)."""

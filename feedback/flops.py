@@ -1,7 +1,8 @@
 """Проверки лабораторной 7.2 «Оцените FLOPs обучения».
 
 Правило курса: за эпоху обучение тратит около 6·P·N операций — 2·P·N на прямой
-проход и 4·P·N на обратный (P — обучаемые параметры, N — токены).
+проход и 4·P·N на обратный (P — все параметры модели, N — токены). Сама формула и
+типичные ошибки — в :mod:`feedback.answers.flops` (в песочнице оценивания их нет).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from feedback.calling import LearnerProblem
-from feedback.comparing import FunctionTask, Mistake, is_close, log_uniform
+from feedback.comparing import FunctionTask, answer, is_close, log_uniform
 from feedback.formatting import format_flops, format_number, format_pair, parse_number, plural
 from feedback.graded import GradedCheck, graded_check
 from feedback.result import CheckResult, failed, passed
@@ -29,34 +30,6 @@ COLUMNS = ("Scenario", "Parameters", "Tokens", "FLOPs")
 TABLE_REL_TOL = 1e-2
 
 
-def training_flops(param_count: float, num_tokens: float) -> float:
-    """Эталон: число операций одной эпохи обучения, 6·P·N."""
-    return 6 * param_count * num_tokens
-
-
-FLOPS_MISTAKES = (
-    Mistake(
-        lambda p, n: 2 * p * n,
-        "похоже, учтён только прямой проход (2·P·N). При обучении есть ещё обратный проход, "
-        "он примерно вдвое дороже прямого (4·P·N): всего 6·P·N.",
-    ),
-    Mistake(
-        lambda p, n: 4 * p * n,
-        "похоже, учтён только обратный проход (4·P·N). Добавьте прямой проход (2·P·N): "
-        "всего 6·P·N.",
-    ),
-    Mistake(
-        lambda p, n: p * n,
-        "не хватает множителя 6: на каждый параметр и каждый токен приходится около "
-        "2 операций в прямом проходе и 4 в обратном.",
-    ),
-    Mistake(
-        lambda p, n: 6 * (p + n),
-        "параметры и токены нужно перемножить, а не сложить: каждый токен проходит "
-        "через все параметры.",
-    ),
-)
-
 #: Случаи для функции: константы лабораторной и другие, чтобы не прошёл вписанный ответ.
 FLOPS_CASES = (
     {"param_count": 1e9, "num_tokens": 30e3},
@@ -70,8 +43,7 @@ FLOPS_CASES = (
 COMPUTE_NUM_FLOPS = FunctionTask(
     "compute_num_flops",
     FLOPS_CASES,
-    training_flops,
-    FLOPS_MISTAKES,
+    "flops.COMPUTE_NUM_FLOPS",
     formatter=format_flops,
     samplers={"param_count": log_uniform(1e3, 1e12), "num_tokens": log_uniform(1e3, 1e13)},
 )
@@ -184,8 +156,9 @@ def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[str
     problem = _cell_problem(name, row["FLOPs"])
     if problem:
         return [problem]
+    reference = answer("flops.COMPUTE_NUM_FLOPS")
     got = float(row["FLOPs"])
-    expected = training_flops(params, tokens)
+    expected = reference.formula(params, tokens)
     if is_close(got, expected, TABLE_REL_TOL):
         return []
     shown_expected, shown_got = format_pair(expected, got, format_flops)
@@ -197,7 +170,7 @@ def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[str
                 f" В столбце {column} у вас {format_number(value)}, а в задании "
                 f"{format_number(given)} — проверьте, от чего посчитаны FLOPs."
             )
-    for mistake in FLOPS_MISTAKES:
+    for mistake in reference.mistakes:
         if is_close(got, mistake.formula(params, tokens), TABLE_REL_TOL):
             text += f" Подсказка: {mistake.hint}"
             break

@@ -1,45 +1,19 @@
 """Проверки лабораторной 7.4 «Оцените память GPU».
 
 Каждая функция учащегося возвращает объём в ГиБ (байты / 1024³). Проверки вызывают
-её не только с константами лабораторной, но и с другими числами.
+её не только с константами лабораторной, но и с другими числами. Верные формулы и
+типичные ошибки — в :mod:`feedback.answers.memory` (в песочнице оценивания их нет).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from feedback.comparing import FunctionTask, Mistake, choice, integers, log_uniform
-from feedback.formatting import BYTES_PER_GIB, format_gib
+from feedback.comparing import FunctionTask, choice, integers, log_uniform
+from feedback.formatting import format_gib
 from feedback.graded import graded_check
 from feedback.result import CheckResult
-
-Bytes = Callable[..., float]
-
-
-def _unit_mistakes(in_bytes: Bytes) -> tuple[Mistake, ...]:
-    """Ошибки единиц, общие для всех пяти функций."""
-    return (
-        Mistake(
-            in_bytes,
-            "функция вернула байты, а нужны ГиБ: разделите результат на 1024³ "
-            "(для этого есть bytes_to_gb).",
-        ),
-        Mistake(
-            lambda *args: in_bytes(*args) / 1e9,
-            "вы разделили на 10⁹ (это ГБ), а нужны ГиБ: делите на 1024³ = 1 073 741 824. "
-            "Разница около 7 %.",
-        ),
-        Mistake(
-            lambda *args: in_bytes(*args) / 1024**2,
-            "получились МиБ: делите на 1024³, а не на 1024².",
-        ),
-    )
-
-
-def _gib(in_bytes: Bytes) -> Bytes:
-    return lambda *args: in_bytes(*args) / BYTES_PER_GIB
-
 
 Cases = Sequence[Sequence[float]] | None
 
@@ -65,13 +39,12 @@ GLOBALS = {
 }
 
 
-def _task(title: str, cases: tuple, in_bytes: Bytes, *mistakes: Mistake) -> FunctionTask:
-    """Задание на функцию в ГиБ: эталон — байты / 1024³, ошибки единиц добавляются сами."""
+def _task(title: str, cases: tuple, answer: str) -> FunctionTask:
+    """Задание на функцию в ГиБ; эталон и ошибки — ``feedback.answers.memory.<answer>``."""
     return FunctionTask(
         title,
         cases,
-        _gib(in_bytes),
-        (*mistakes, *_unit_mistakes(in_bytes)),
+        f"memory.{answer}",
         formatter=format_gib,
         samplers={name: SAMPLERS[name] for name in cases[0]},
         globals_hint={name: GLOBALS[name] for name in cases[0]},
@@ -84,19 +57,7 @@ PARAM_CASES = (
     {"param_count": 1e9, "bytes_per_param": 2},
     {"param_count": 123_456_789, "bytes_per_param": 4},
 )
-
-
-def _weights_bytes(param_count: float, bytes_per_param: float) -> float:
-    return param_count * bytes_per_param
-
-
-_FORGOT_BYTES = Mistake(
-    lambda p, b: p / BYTES_PER_GIB,
-    "забыт множитель bytes_per_param: каждый параметр занимает столько байт.",
-)
-
-
-PARAM_MEMORY = _task("calculate_param_memory", PARAM_CASES, _weights_bytes, _FORGOT_BYTES)
+PARAM_MEMORY = _task("calculate_param_memory", PARAM_CASES, "PARAM_MEMORY")
 
 
 @graded_check(PARAM_MEMORY.graded("memory.check_calculate_param_memory"))
@@ -109,18 +70,7 @@ INPUT_CASES = (
     {"batch_size": 32, "max_length": 2048, "bytes_per_token_id": 4},
     {"batch_size": 3, "max_length": 400, "bytes_per_token_id": 2},
 )
-
-
-INPUT_MEMORY = _task(
-    "calculate_input_data_memory",
-    INPUT_CASES,
-    lambda b, n, t: b * n * t,
-    Mistake(
-        lambda b, n, t: b * n / BYTES_PER_GIB,
-        "забыт множитель bytes_per_token_id: каждый идентификатор токена занимает "
-        "несколько байт (int32 — 4 байта).",
-    ),
-)
+INPUT_MEMORY = _task("calculate_input_data_memory", INPUT_CASES, "INPUT_MEMORY")
 
 
 @graded_check(INPUT_MEMORY.graded("memory.check_calculate_input_data_memory"))
@@ -128,17 +78,7 @@ def check_calculate_input_data_memory(fn: Any, cases: Cases = None) -> CheckResu
     """Проверяет ``calculate_input_data_memory(batch, length, bytes_per_id)`` = B·L·t в ГиБ."""
 
 
-GRADIENT_MEMORY = _task(
-    "calculate_gradient_memory",
-    PARAM_CASES,
-    _weights_bytes,
-    _FORGOT_BYTES,
-    Mistake(
-        lambda p, b: 2 * p * b / BYTES_PER_GIB,
-        "градиент — одно число на каждый параметр, поэтому P·b. Два числа на параметр "
-        "хранит оптимизатор Adam — это следующая функция.",
-    ),
-)
+GRADIENT_MEMORY = _task("calculate_gradient_memory", PARAM_CASES, "GRADIENT_MEMORY")
 
 
 @graded_check(GRADIENT_MEMORY.graded("memory.check_calculate_gradient_memory"))
@@ -146,25 +86,7 @@ def check_calculate_gradient_memory(fn: Any, cases: Cases = None) -> CheckResult
     """Проверяет ``calculate_gradient_memory(param_count, bytes_per_param)`` = P·b в ГиБ."""
 
 
-OPTIMIZER_MEMORY = _task(
-    "calculate_optimizer_memory",
-    PARAM_CASES,
-    lambda p, b: 2 * p * b,
-    Mistake(
-        lambda p, b: p * b / BYTES_PER_GIB,
-        "Adam хранит для каждого параметра два числа — первый момент (скользящее среднее "
-        "градиента) и второй (скользящее среднее его квадрата), поэтому 2·P·b.",
-    ),
-    Mistake(
-        lambda p, b: 3 * p * b / BYTES_PER_GIB,
-        "похоже, сюда добавлены сами веса. Их считает calculate_param_memory; здесь — "
-        "только состояние оптимизатора: два момента Adam, 2·P·b.",
-    ),
-    Mistake(
-        lambda p, b: 2 * p / BYTES_PER_GIB,
-        "забыт множитель bytes_per_param: 2 момента × P параметров × b байт.",
-    ),
-)
+OPTIMIZER_MEMORY = _task("calculate_optimizer_memory", PARAM_CASES, "OPTIMIZER_MEMORY")
 
 
 @graded_check(OPTIMIZER_MEMORY.graded("memory.check_calculate_optimizer_memory"))
@@ -179,31 +101,7 @@ ACTIVATION_CASES = (
     dict(zip(ACTIVATION_ARGS, (3, 400, 26, 1152, 2), strict=True)),
     dict(zip(ACTIVATION_ARGS, (16, 2048, 48, 3840, 4), strict=True)),
 )
-
-
-def _activation_bytes(*args: float) -> float:
-    product = 1.0
-    for value in args:
-        product *= value
-    return product
-
-
-def _missing_factor(position: int) -> Mistake:
-    name = ACTIVATION_ARGS[position]
-    return Mistake(
-        lambda *args: _activation_bytes(*args) / args[position] / BYTES_PER_GIB,
-        f"в произведении не хватает множителя {name}: в упрощённой модели курса "
-        "активации — это batch_size × max_length × num_layers × embedding_dim × "
-        "bytes_per_param.",
-    )
-
-
-ACTIVATION_MEMORY = _task(
-    "calculate_activation_memory",
-    ACTIVATION_CASES,
-    _activation_bytes,
-    *(_missing_factor(position) for position in range(len(ACTIVATION_ARGS))),
-)
+ACTIVATION_MEMORY = _task("calculate_activation_memory", ACTIVATION_CASES, "ACTIVATION_MEMORY")
 
 
 @graded_check(ACTIVATION_MEMORY.graded("memory.check_calculate_activation_memory"))

@@ -54,6 +54,8 @@ def _describe(value: Any, depth: int) -> dict[str, Any]:
         if issubclass(kind, numbers.Integral):
             return {"t": "int", "v": int(value)}
         return {"t": "float", "v": _float_to_json(float(value))}
+    if issubclass(kind, numbers.Number):
+        return {"t": "object", "type": kind.__name__, LOOKALIKE: "число"}
     if depth >= MAX_DEPTH:
         return {"t": "object", "type": kind.__name__}
     if issubclass(kind, list | tuple):
@@ -74,12 +76,37 @@ def _describe(value: Any, depth: int) -> dict[str, Any]:
         return {"t": "set", "len": len(value)}
     if _is_dataframe(value):
         return {"t": "dataframe", "rows": describe(value.to_dict("records"), depth + 1)}
+    if not _is_array_library(kind) and (
+        kind.__name__ in ("DataFrame", "ndarray", "Array", "Tensor")
+        or (hasattr(value, "item") and hasattr(value, "shape"))
+    ):
+        return {"t": "object", "type": kind.__name__, LOOKALIKE: "массив или таблица"}
     size = getattr(value, "size", None) if _is_array_library(kind) else None
     if type(size) is int and hasattr(value, "item") and hasattr(value, "shape"):
         if size == 1:
             return describe(value.item(), depth + 1)
         return {"t": "array", "type": kind.__name__, "size": size}
     return {"t": "object", "type": kind.__name__}
+
+
+#: Пометка описания: объект учащегося выдаёт себя за число, массив или таблицу
+#: (подкласс float, свой «DataFrame»). Вердикт не засчитает его, а оценивание покажет
+#: работу преподавателю.
+LOOKALIKE = "lookalike"
+
+
+def lookalikes(description: Any, depth: int = 0) -> list[str]:
+    """Имена типов-подделок в описании (или в наблюдении, где оно вложено)."""
+    if depth > 2 * MAX_DEPTH + 4:
+        return []
+    if isinstance(description, dict):
+        found = [str(description.get("type"))] if LOOKALIKE in description else []
+        for item in description.values():
+            found += lookalikes(item, depth + 1)
+        return found
+    if isinstance(description, list):
+        return [name for item in description for name in lookalikes(item, depth + 1)]
+    return []
 
 
 #: Библиотеки, чьим числам, массивам и таблицам описание верит: их методы ``item``,

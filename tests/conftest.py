@@ -64,7 +64,7 @@ def sandbox():
 
 @pytest.fixture(scope="session")
 def graded_class(tmp_path_factory, sandbox) -> GradedClass:
-    from corpus import class_works
+    from corpus import TEACHER_MARKER, class_works
 
     from feedback.teacher import grade
     from feedback.teacher.sandbox import GIB, Limits
@@ -87,6 +87,7 @@ def graded_class(tmp_path_factory, sandbox) -> GradedClass:
     before = {name: tree_hash(path) for name, path in watched.items()}
     patch = pytest.MonkeyPatch()
     patch.setenv("COURSE7_GRADING_DIR", str(work))
+    patch.setenv("COURSE7_TEACHER_SECRET", TEACHER_MARKER)  # его не должно быть в итогах
     patch.delenv("COURSE7_TINY", raising=False)
     # Короткие бюджеты для класса: зависшие работы не должны тянуть время тестов.
     short = Limits(notebook_seconds=60, cell_seconds=8, memory_bytes=int(1.5 * GIB), call_seconds=2)

@@ -130,6 +130,22 @@ def compute_num_flops(p, n):
     return 2 * p * n"""
 
 
+#: Скрипты в письменных ответах и в выводе ячейки: выполнись любой из них в браузере
+#: преподавателя, заголовок страницы стал бы PWNED (это проверяет tests/test_formgrader.py).
+PWNED = "PWNED"
+HOSTILE_MARKDOWN = f"""Ответ со скриптом: <img src=x onerror="document.title='{PWNED}'">"""
+HOSTILE_SCRIPT = f"Ещё ответ.\n\n<script>document.title = '{PWNED}';</script>"
+HOSTILE_OUTPUTS = f"""class Answer:
+    def _repr_html_(self):
+        return '<img src=x onerror="document.title=\\'{PWNED}\\'"> вывод со скриптом'
+
+    def _repr_javascript_(self):
+        return "document.title = '{PWNED}'"
+
+
+Answer()"""
+
+
 def class_works(tamper_targets: dict[str, str]) -> list[Work]:
     """Весь класс; ``tamper_targets`` — пути преподавателя, до которых тянутся вредные работы."""
     secret = tamper_targets["secret"]
@@ -251,7 +267,7 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             "c72_reference_import",
             LAB2,
             lab2("from feedback.flops import training_flops as compute_num_flops"),
-            both(2),
+            both(0, 0),  # эталонов в песочнице нет: импорт падает, функции нет
             flagged=True,
         ),
         Work(
@@ -299,6 +315,7 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
                 "except OSError as error:\n    print('не вышло:', error)",
             ),
             both(2),
+            flagged=True,  # запись в файл пакета курса
         ),
         Work(
             "t72_rewrites_other_student",
@@ -318,6 +335,16 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
                 "import subprocess\nsubprocess.Popen(['sh', '-c', "
                 f"'sleep 2; echo hacked > {grades}; echo hacked > late.txt'],"
                 " start_new_session=True)",
+            ),
+            both(2),
+            flagged=True,  # запуск процесса — в записи ядра (feedback.kernel_guard)
+        ),
+        Work(
+            "t72_script_in_answers",  # formgrader открывает работу в сеансе преподавателя
+            LAB2,
+            with_cell(
+                lab2(reflection_scaling=HOSTILE_MARKDOWN, reflection_backward=HOSTILE_SCRIPT),
+                HOSTILE_OUTPUTS,
             ),
             both(2),
         ),
@@ -383,7 +410,7 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             problem="записано больше",
         ),
     ]
-    works += lab4_works() + gpu_works()
+    works += lab4_works() + gpu_works() + trust_works()
     return works
 
 
@@ -520,3 +547,156 @@ def gpu_works() -> list[Work]:
             {"check_generations_gemma_1b": 0, "check_generations_gemma_4b": 2},
         ),
     ]
+
+
+# --------------------------------------------------------------------------- доверие, круг 2
+
+#: Метка в окружении преподавателя при оценивании класса: её не должно быть ни в одном
+#: файле, который пишет оценивание (conftest.py ставит её, tests/test_grading.py ищет).
+TEACHER_MARKER = "COURSE7-TEACHER-MARKER-7f3a"
+
+READS_TEACHER_ENVIRONMENT = """import os
+
+for pid in [name for name in os.listdir('/proc') if name.isdigit()]:
+    for part in ('environ', 'cmdline'):
+        try:
+            print(pid, part, open(f'/proc/{pid}/{part}', 'rb').read())
+        except OSError as error:
+            print(pid, part, error)
+"""
+
+#: Поддельный зонд: показывает «верное» наблюдение с меткой из текста ячейки-зонда и
+#: прерывает настоящий зонд исключением BaseException.
+FORGED_THEN_RAISES = """import ast, json
+from IPython.display import display
+
+
+class _Stop(BaseException):
+    pass
+
+
+def compute_num_flops(p, n):
+    call = ast.parse(get_ipython().user_ns["In"][-1]).body[-1].value
+    grade_id, check, _, params, token = [
+        None if isinstance(arg, ast.Lambda) else ast.literal_eval(arg) for arg in call.args
+    ]
+    calls = [{"t": "float", "v": 6.0 * a * b} for a, b in json.loads(params)["cases"]]
+    payload = {"grade_id": grade_id, "check": check, "token": token,
+               "observation": {"ok": {"calls": calls}}}
+    display({"application/vnd.course7.observation+json": payload}, raw=True)
+    raise _Stop()"""
+
+#: Таблица, где FLOPs — подкласс float: его __float__ говорит верное число, а сам он — 0.
+FLOAT_SUBCLASS_TABLE = """class _F(float):
+    def __new__(cls, claimed):
+        self = super().__new__(cls, 0.0)
+        self.claimed = claimed
+        return self
+
+    def __float__(self):
+        return self.claimed
+
+
+final_results_data = [
+    {"Scenario": "BERT-Base", "Parameters": 110e6, "Tokens": 3.3e9, "FLOPs": _F(2.178e18)},
+    {"Scenario": "T5-Large", "Parameters": 770e6, "Tokens": 1e12, "FLOPs": _F(4.62e21)},
+    {"Scenario": "Gemma-1B (Africa Galore)", "Parameters": 1e9, "Tokens": 30e3,
+     "FLOPs": _F(1.8e14)},
+    {"Scenario": "PaLM", "Parameters": 540e9, "Tokens": 780e9, "FLOPs": _F(2.527e24)},
+]"""
+
+#: Свой пакет feedback в рабочей папке ядра: его probe подменил бы ответы эталоном курса.
+SHADOW_PROBE = """import json
+from IPython.display import display
+from feedback.graded import find
+
+
+def emit(grade_id, check_name, get_objects, params_json, token=""):
+    spec = find(check_name)
+    objects = (spec.judge.__self__.formula,)
+    envelope = spec.observe_envelope(lambda: objects, json.loads(params_json))
+    payload = {"grade_id": grade_id, "check": check_name, "token": token,
+               "observation": envelope}
+    display({"application/vnd.course7.observation+json": payload}, raw=True)
+"""
+SHADOW_PACKAGE = f"""import os
+
+os.makedirs('feedback', exist_ok=True)
+open('feedback/__init__.py', 'w').write('')
+open('feedback/probe.py', 'w').write({SHADOW_PROBE!r})"""
+
+INDIRECT_REFERENCE = """flops_module = importlib.import_module("feedback." + "flops")
+compute_num_flops = getattr(flops_module, "training" + "_flops")"""
+
+THREAD_POOL = """from concurrent.futures import ThreadPoolExecutor
+
+_pool = ThreadPoolExecutor(64)
+_futures = [_pool.submit(sum, [1, 2]) for _ in range(64)]
+
+
+def compute_num_flops(p, n):
+    return 6 * p * n"""
+
+FRAME_BY_GETATTR = """import sys
+
+
+def compute_num_flops(p, n):
+    frame = getattr(sys, "_get" + "frame")(1)
+    while frame is not None:
+        if "expected" in frame.f_locals:
+            return frame.f_locals["expected"]
+        frame = frame.f_back
+    return 2 * p * n"""
+
+
+def first_cell(nb: dict, source: str) -> dict:
+    """Работа, в которой учащийся добавил ячейку самой первой, до установки пакета."""
+    cell = {"cell_type": "code", "metadata": {}, "source": source, "outputs": []}
+    nb["cells"].insert(0, {**cell, "execution_count": None})
+    return nb
+
+
+def trust_works() -> list[Work]:
+    """Атаки второго круга (issue 17): ни одна не получает баллов за неверный ответ."""
+    return [
+        Work(
+            "t72_reads_teacher_environment",
+            LAB2,
+            with_cell(lab2(), READS_TEACHER_ENVIRONMENT),
+            both(2),
+        ),
+        Work("c72_forged_then_raises", LAB2, lab2(FORGED_THEN_RAISES, TABLE), both(0), True),
+        Work(
+            "c72_float_subclass_table", LAB2, lab2(FORWARD, FLOAT_SUBCLASS_TABLE), both(0, 0), True
+        ),
+        Work(
+            "c72_shadow_package",
+            LAB2,
+            first_cell(lab2(FORWARD, TABLE), SHADOW_PACKAGE),
+            both(0),
+            flagged=True,
+        ),
+        # Эталона в песочнице нет: getattr падает, функции нет (как c72_reference_import).
+        Work("c72_indirect_reference", LAB2, lab2(INDIRECT_REFERENCE, TABLE), both(0), True),
+        Work("c72_thread_pool", LAB2, lab2(THREAD_POOL, TABLE), both(2), flagged=True),
+        Work("c72_frame_by_getattr", LAB2, lab2(FRAME_BY_GETATTR, TABLE), both(0), flagged=True),
+        # Вложенные теги: bleach тратил на 480 КБ таких минуты в основном процессе.
+        Work("r72_nested_tags_answer", LAB2, lab2(reflection_scaling=NESTED_TAGS), both(2)),
+        Work("r72_nested_tags_output", LAB2, with_cell(lab2(), NESTED_OUTPUT), both(2)),
+        # Имя файла со скриптом попадает в заметку «назван как …».
+        Work(
+            "x72_evil_file_name",
+            LAB2,
+            lab2(),
+            both(2),
+            problem="оценен как",
+            path=f"x72_evil_file_name/{LAB4} {EVIL_NAME}.ipynb",
+        ),
+    ]
+
+
+NESTED_TAGS = "<b><i><u><s>" * 40_000 + "ответ"
+NESTED_OUTPUT = f"""from IPython.display import HTML
+
+HTML({NESTED_TAGS!r})"""
+EVIL_NAME = "<img src=x onerror=document.title='PWNED'>"

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from feedback import CheckFailed, flops
+from feedback.answers.flops import training_flops
 
 from bad_functions import BAD_FUNCTIONS
 
@@ -32,7 +33,7 @@ def table(**overrides):
 
 def test_reference_matches_spec_table():
     for name, p, n in flops.SCENARIOS:  # в SPEC.md числа округлены
-        assert flops.training_flops(p, n) == pytest.approx(SPEC_FLOPS[name], rel=1e-3)
+        assert training_flops(p, n) == pytest.approx(SPEC_FLOPS[name], rel=1e-3)
 
 
 @pytest.mark.parametrize(
@@ -188,7 +189,7 @@ def test_changed_given_column_explains_wrong_flops():
         ([2.178e18], "в ячейке список, а нужно одно число"),
         (float("nan"), "в ячейке NaN"),
         (float("inf"), "в ячейке бесконечность"),
-        (flops.training_flops, "в ячейке объект типа function, а нужно число. Похоже"),
+        (training_flops, "в ячейке объект типа function, а нужно число. Похоже"),
     ],
 )
 def test_a_bad_flops_cell_is_described_as_a_table_cell(value, phrase):

@@ -95,6 +95,35 @@ def test_problems_csv_names_every_broken_work_in_russian(graded_class):
     assert set(problems) == expected
 
 
+def test_no_file_the_grading_writes_holds_the_teachers_environment(graded_class):
+    """Работа читала /proc/*/environ всех процессов песочницы: метки преподавателя там нет."""
+    from corpus import TEACHER_MARKER
+
+    marker = TEACHER_MARKER.encode()
+    written = [path for path in graded_class.work.rglob("*") if path.is_file()]
+    assert len(written) > 50
+    assert [path for path in written if marker in path.read_bytes()] == []
+    report = next(graded_class.work.glob("feedback_reports/t72_reads_teacher_environment/*/*.html"))
+    assert "environ" in report.read_text(encoding="utf-8")  # работа и правда читала окружения
+
+
+def test_hostile_html_costs_seconds_and_file_names_are_escaped(graded_class):
+    """480 КБ вложенных тегов чистятся за секунды; имя файла со скриптом — только текст."""
+    from corpus import EVIL_NAME
+
+    seconds = {
+        r["student_id"]: float(r["seconds"] or 0)
+        for r in read_csv(graded_class.work / "timings.csv")
+    }
+    for student in ("r72_nested_tags_answer", "r72_nested_tags_output"):
+        assert 0 < seconds[student] < 10, (student, seconds[student])
+    work = next(w for w in graded_class.works if w.student == "x72_evil_file_name")
+    html = report(graded_class, work)
+    assert "назван как" in html and EVIL_NAME not in html and "<img src=x" not in html
+    autograded = graded_class.work / "autograded" / work.student / LAB2 / f"{LAB2}.ipynb"
+    assert EVIL_NAME not in autograded.read_text(encoding="utf-8")
+
+
 def test_nothing_outside_the_sandbox_changed(graded_class):
     assert graded_class.before == graded_class.after
     assert (graded_class.work / "grades.csv").read_bytes() == graded_class.grades_after_run
@@ -124,7 +153,8 @@ def test_reports_are_russian_short_and_keep_teacher_notes_out(graded_class):
         assert "site-packages" not in html, work.student
         assert not re.search(r"feedback/\w+(/\w+)*\.py:\d+", html), work.student
         assert "Посмотрите вручную" not in html
-        if work.student != "c72_fake_observation":  # у него эта строка в самом коде ответа
+        if work.student not in ("c72_fake_observation", "c72_forged_then_raises"):
+            # у этих двоих строка — в самом коде ответа
             assert "vnd.course7.observation" not in html
         assert len(html) < 5 * 1024**2, work.student
     huge = next(w for w in graded_class.works if w.student == "r72_huge_print")
@@ -148,7 +178,9 @@ def test_flagged_works_are_marked_in_the_teacher_view(graded_class):
     autograded = graded_class.work / "autograded" / flagged.student / LAB2 / f"{LAB2}.ipynb"
     nb = json.loads(autograded.read_text(encoding="utf-8"))
     assert nb["cells"][0]["metadata"]["course7"] == "review-note"
-    assert "os.environ" in "".join(nb["cells"][0]["source"])
+    from nbconvert.filters import markdown2html
+
+    assert "os.environ" in markdown2html("".join(nb["cells"][0]["source"]))  # как увидит человек
     with Gradebook(f"sqlite:///{graded_class.work / 'gradebook.db'}") as gb:
         submission_ = gb.find_submission_notebook(LAB2, LAB2, flagged.student)
         assert submission_.needs_manual_grade
@@ -177,12 +209,28 @@ def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch, sandbox)
             f"sidorov/petrov_{LAB4}.ipynb",
         )
         zf.writestr(f"__MACOSX/._ivanov_1234_{LAB2}.ipynb", b"\x00")
+        # Запись с испорченными данными (CRC не сойдётся) и запись с битом «зашифровано».
+        zf.writestr(f"kozlov_{LAB2}.ipynb", json.dumps(submission(LAB2)) + "SPOIL-ME")
+        zf.writestr(f"orlov_{LAB2}.ipynb", json.dumps(submission(LAB2)))
+    raw = bytearray(archive.read_bytes())
+    raw[raw.index(b"SPOIL-ME")] ^= 1
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = raw.find(signature)
+        while start != -1:
+            if f"orlov_{LAB2}".encode() in raw[start : start + 120]:
+                raw[start + flags_at] |= 1
+            start = raw.find(signature, start + 1)
+    archive.write_bytes(bytes(raw))
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
-    rows = read_csv(grading.grade(archive, jobs=2))
+    assert grading.main([str(archive), "--jobs", "2"]) == 0  # одна битая запись — не повод
+    rows = read_csv(tmp_path / "work" / "grades.csv")
     scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}
     assert scores[("ivanov_1234", LAB2)] == 4
     assert scores[("sidorov", LAB4)] == 0
     assert "petrov" not in {student for student, _ in scores}
+    problems = {r["file"]: r["problem"] for r in read_csv(tmp_path / "work" / "problems.csv")}
+    assert problems[f"kozlov_{LAB2}.ipynb"].startswith("архив повреждён")
+    assert problems[f"orlov_{LAB2}.ipynb"].startswith("файл зашифрован")
 
 
 def test_teacher_budgets_come_from_the_environment():

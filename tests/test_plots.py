@@ -6,12 +6,11 @@ import pytest
 matplotlib.use("Agg")
 
 from feedback import flops, plots
+from feedback.answers.flops import training_flops
 
 
 def test_flops_chart_is_log_scaled_and_labelled():
-    rows = [
-        {"Scenario": name, "FLOPs": flops.training_flops(p, n)} for name, p, n in flops.SCENARIOS
-    ]
+    rows = [{"Scenario": name, "FLOPs": training_flops(p, n)} for name, p, n in flops.SCENARIOS]
     figure = plots.plot_flops_scenarios(rows)
     axes = figure.axes[0]
     assert axes.get_yscale() == "log"

@@ -113,10 +113,10 @@ def test_every_test_cell_is_one_check_call_that_becomes_a_probe(lab):
     for cell in release(lab).cells:
         if is_test(cell):
             call = parse_check_call(cell.source)
-            source = probe_source("gid", call, {"cases": [[1, 2]]})
+            source = probe_source("gid", call, {"cases": [[1, 2]]}, "метка")
             emit = ast.parse(source).body[-1].value
-            grade_id, name, objects, params = (ast.unparse(arg) for arg in emit.args)
-            assert (grade_id, name) == ("'gid'", repr(call.name))
+            grade_id, name, objects, params, token = (ast.unparse(arg) for arg in emit.args)
+            assert (grade_id, name, token) == ("'gid'", repr(call.name), "'метка'")
             assert objects == f"lambda: ({', '.join(call.objects)},)"
             assert json.loads(ast.literal_eval(params)) == {"cases": [[1, 2]]}
 

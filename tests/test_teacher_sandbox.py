@@ -264,3 +264,80 @@ def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monk
     assert "/dev/pts" not in seen and "/dev/tty" not in seen
     cwd, umask = text(execution, 1).split()[:2]
     assert cwd == str(tmp_path / "unit" / "home") and umask == "0o77"
+
+
+@needs_bwrap
+def test_the_sandbox_has_no_reference_answers_and_no_grading_code(tmp_path):
+    """Эталоны (feedback.answers) и программа оценивания в песочнице — пустые папки."""
+    answers, teacher = ROOT / "feedback" / "answers", ROOT / "feedback" / "teacher"
+    assert (answers / "flops.py").is_file() and (teacher / "score.py").is_file()
+    execution = run(
+        tmp_path,
+        f"import os\nprint(os.listdir({str(answers)!r}), os.listdir({str(teacher)!r}))",
+        "from feedback import flops\ntry:\n    flops.training_flops\n"
+        "except Exception as error:\n    print(type(error).__name__)",
+        "from feedback.graded import find\ntask = find('flops.check_compute_num_flops')"
+        ".judge.__self__\ntry:\n    task.formula\nexcept Exception as error:\n"
+        "    print(type(error).__name__)",
+        "print(find('flops.check_compute_num_flops').observe(lambda p, n: 6 * p * n))",
+        f"open({str(answers / 'flops.py')!r}, 'w')",
+    )
+    assert text(execution, 0).startswith("[] []")
+    assert text(execution, 1).split()[0] in ("ImportError", "AttributeError")
+    assert text(execution, 2).startswith("AnswersUnavailable")
+    assert "'calls'" in text(execution, 3)  # наблюдение по-прежнему снимается
+    assert "Read-only file system" in text(execution, 4)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("where", ["home", "/tmp", "/dev/shm"])
+def test_many_empty_files_are_stopped_anywhere_in_the_sandbox(tmp_path, where):
+    """Пустые файлы не занимают места, но занимают память ядра ОС: их число тоже в бюджете."""
+    limits = Limits(notebook_seconds=60, cell_seconds=30, memory_bytes=400 * 1024**2, files=2000)
+    folder = "." if where == "home" else where
+    execution = run(
+        tmp_path,
+        f"import os\nfor i in range(100_000):\n    open(os.path.join({folder!r}, f'e{{i}}'), 'w')",
+        "print('after')",
+        limits=limits,
+    )
+    assert execution.stopped and "файлов и папок" in execution.stopped
+
+
+GUARDED_CELLS = [
+    "import sys, gc\nframe = sys._getframe()\ncount = len(gc.get_objects())",
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "print(ThreadPoolExecutor(2).submit(sum, [1, 2]).result())",
+    "import os\nos.makedirs('feedback', exist_ok=True)\ntry:\n"
+    "    open('feedback/probe.py', 'w').write('подделка')\nexcept PermissionError as error:\n"
+    "    print('отказано', error)",
+    "import sys\nimport feedback\nprint(sys.flags.safe_path, '' in sys.path, feedback.__file__)",
+    "import collections\nprint(collections.namedtuple('P', 'a b')(1, 2))",  # честный код
+    "import os, sys\nfor fd in map(int, os.listdir('/proc/self/fd')):\n    try:\n"
+    "        os.ftruncate(fd, 0)\n    except OSError:\n        pass\n"
+    "sys.addaudithook(lambda *args: print('чужой перехватчик'))\nopen('x', 'w').close()",
+]
+
+
+@pytest.mark.parametrize("mode", [pytest.param("bwrap", marks=needs_bwrap), "none"])
+def test_the_guard_records_what_learner_cells_do_and_refuses_a_shadow_package(tmp_path, mode):
+    """Запись ядра (feedback.kernel_guard): события ячеек с файлом и строкой; подлог — отказ."""
+    from feedback.teacher.unit import cell_file_name
+
+    execution = run(tmp_path, *GUARDED_CELLS, mode=mode)
+    assert "отказано подкладывает свой пакет курса" in text(execution, 2)
+    assert text(execution, 3).startswith(f"True False {ROOT / 'feedback' / '__init__.py'}")
+    assert "P(a=1, b=2)" in text(execution, 4)
+    assert "чужой перехватчик" not in text(execution, 5)  # свой перехватчик не поставить
+    events = {
+        (entry["event"], entry.get("file"), entry.get("line"))
+        for entry in execution.record
+        if entry["event"] != "course7.start"
+    }
+    files = [cell_file_name(source) for source in GUARDED_CELLS]
+    assert ("sys._getframe", files[0], 2) in events and ("gc.get_objects", files[0], 3) in events
+    assert ("course7.thread", files[1], 2) in events
+    assert ("open", files[2], 4) in events
+    assert ("sys.addaudithook", files[5], 7) in events
+    assert not [event for event in events if event[1] == files[4]]  # namedtuple — не повод
+    assert execution.record[0] == {"event": "course7.start"}  # ftruncate записи не стёр

@@ -7,7 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feedback.values import MAX_TEXT, Opaque, describe, describe_error, revive, revive_error
+from feedback.values import (
+    MAX_TEXT,
+    Opaque,
+    describe,
+    describe_error,
+    lookalikes,
+    revive,
+    revive_error,
+)
 
 
 def through_json(value):
@@ -103,9 +111,10 @@ def test_learner_subclasses_of_numbers_are_reported_as_what_they_are():
         def __int__(self):
             return 42
 
-    assert describe(Forged(1.0)) == {"t": "object", "type": "Forged"}
-    assert describe(ForgedInt(1)) == {"t": "object", "type": "ForgedInt"}
-    assert describe([Forged(1.0)])["items"] == [{"t": "object", "type": "Forged"}]
+    assert describe(Forged(1.0)) == {"t": "object", "type": "Forged", "lookalike": "число"}
+    assert describe(ForgedInt(1))["type"] == "ForgedInt"
+    assert lookalikes({"ok": describe([1.0, Forged(1.0)])}) == ["Forged"]
+    assert math.isnan(revive(describe(float("nan"))))
     assert describe(np.float64(2.5)) == {"t": "float", "v": 2.5}  # numpy — настоящее число
     assert describe(np.int64(7)) == {"t": "int", "v": 7}
 
@@ -123,6 +132,6 @@ def test_lookalike_arrays_and_tables_are_not_trusted():
         def to_dict(self, orient):
             return [{"FLOPs": 6e18}]
 
-    assert describe(ndarray()) == {"t": "object", "type": "ndarray"}
-    assert describe(DataFrame()) == {"t": "object", "type": "DataFrame"}
+    assert lookalikes(describe([ndarray(), DataFrame()])) == ["ndarray", "DataFrame"]
+    assert lookalikes(describe([1, "a", np.ones(3), object()])) == []
     assert describe(pd.DataFrame([{"a": 1}]))["t"] == "dataframe"

@@ -286,15 +286,18 @@ def _argument(node: ast.expr) -> Any:
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def probe_source(grade_id: str, call: CheckCall, params: dict[str, Any]) -> str:
-    """Код, который ядро выполнит вместо ячейки-теста: снять и показать наблюдение."""
+def probe_source(grade_id: str, call: CheckCall, params: dict[str, Any], token: str = "") -> str:
+    """Код, который ядро выполнит вместо ячейки-теста: снять и показать наблюдение.
+
+    ``token`` — метка этой работы (см. :func:`feedback.probe.observation_payload`).
+    """
     if not all(_IDENTIFIER.match(name) for name in call.objects):
         raise ValueError("имена объектов должны быть идентификаторами")
     objects = "".join(f"{name}, " for name in call.objects)
     return (
         "from feedback import probe as _course7_probe\n\n"
         f"_course7_probe.emit({grade_id!r}, {call.name!r}, lambda: ({objects}), "
-        f"{json.dumps(params, ensure_ascii=False)!r})"
+        f"{json.dumps(params, ensure_ascii=False)!r}, {token!r})"
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -24,11 +25,12 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from feedback.teacher.sandbox import Limits, Watchdog, kernel_manager
+from feedback.teacher.sandbox import Limits, Watchdog, kernel_manager, read_record
 
 #: Запас сверх лимита ячейки, за который ядро должно ответить на прерывание.
 INTERRUPT_GRACE = 10.0
 
+TOO_DEEP_OUTPUT = "\n…вывод не показан: слишком глубокая вложенность JSON.\n"
 TRUNCATED = "\n…дальше вывод обрезан: он больше, чем помещается в отчёт.\n"
 
 
@@ -42,6 +44,8 @@ class Execution:
     seconds: float = 0.0
     peak_memory: int = 0
     details: list[str] = field(default_factory=list)
+    #: события из записи ядра (feedback.kernel_guard): что код учащегося делал при выполнении
+    record: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _output_size(output: Any) -> int:
@@ -119,7 +123,11 @@ class BudgetedClient(NotebookClient):
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
-        size = _output_size({"output_type": msg.get("msg_type"), **content})
+        try:
+            size = _output_size({"output_type": msg.get("msg_type"), **content})
+        except RecursionError:
+            outs.append(nbformat.v4.new_output("stream", name="stdout", text=TOO_DEEP_OUTPUT))
+            return None
         self.received += size
         if self.received > self.limits.flood_bytes:
             if not self.flooded:
@@ -137,7 +145,11 @@ class BudgetedClient(NotebookClient):
             return None
         self.cell_kept[cell_index] = kept + size
         self.kept += size
-        return super().output(outs, msg, display_id, cell_index)
+        try:
+            return super().output(outs, msg, display_id, cell_index)
+        except RecursionError:  # nbformat разбирает вывод рекурсивно
+            outs.append(nbformat.v4.new_output("stream", name="stdout", text=TOO_DEEP_OUTPUT))
+            return None
 
 
 async def _run(
@@ -213,6 +225,8 @@ async def _run(
                     break
     except DeadKernelError:
         execution.stopped = (watchdog.reason if watchdog else None) or "ядро не запустилось"
+    except RecursionError:  # подкласс RuntimeError: вывод ячейки, а не запуск ядра
+        execution.stopped = "вывод ячейки слишком глубоко вложен (JSON) — выполнение остановлено"
     except RuntimeError as error:  # ядро не ответило при запуске
         execution.stopped = f"ядро не запустилось: {error}"
     finally:
@@ -223,6 +237,9 @@ async def _run(
                 execution.stopped = watchdog.reason
         await _shutdown(km)
         shutil.rmtree(km.socket_dir, ignore_errors=True)
+        if km.record_fd is not None:
+            os.close(km.record_fd)
+        execution.record = read_record(unit_dir)
     execution.seconds = time.monotonic() - started
     return execution
 

@@ -25,7 +25,7 @@ from typing import Any
 import nbformat
 
 from feedback.teacher.release import ROOT, lab_sources
-from feedback.teacher.safe_html import clean_notebook
+from feedback.teacher.tables import write_csv
 
 NO_RESPONSE = "Нет ответа."
 
@@ -96,7 +96,8 @@ def record(work: Path, result: dict[str, Any]) -> Path:
     from nbgrader.utils import compute_checksum, determine_grade
 
     student, lab = result["student"], result["lab"]
-    notebook = nbformat.reads(json.dumps(clean_notebook(result["autograded"])), as_version=4)
+    # HTML из работы уже очищен в единице (feedback.teacher.unit.run_unit).
+    notebook = nbformat.reads(json.dumps(result["autograded"]), as_version=4)
     folder = work / "autograded" / student / lab
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -136,8 +137,7 @@ def record(work: Path, result: dict[str, Any]) -> Path:
 def _sort_rows(path: Path) -> None:
     with open(path, newline="", encoding="utf-8") as fh:
         header, *rows = list(csv.reader(fh))
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        csv.writer(fh).writerows([header, *sorted(rows)])
+    write_csv(path, header, sorted(rows))
 
 
 def export(work: Path) -> tuple[Path, Path]:
@@ -149,14 +149,13 @@ def export(work: Path) -> tuple[Path, Path]:
         CsvExportPlugin(to=str(grades)).export(gb)
     _sort_rows(grades)  # порядок строк не зависит от того, какая работа оценилась первой
     by_task = work / "grades_by_task.csv"
-    with _open(work) as gb, open(by_task, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["student_id", "assignment", "grade_id", "auto_score", "max_score"])
+    rows = []
+    with _open(work) as gb:
         for assignment in gb.assignments:
             for submission in gb.assignment_submissions(assignment.name):
                 for notebook in submission.notebooks:
                     for grade in notebook.grades:
-                        writer.writerow(
+                        rows.append(
                             [
                                 submission.student.id,
                                 assignment.name,
@@ -165,5 +164,7 @@ def export(work: Path) -> tuple[Path, Path]:
                                 grade.max_score,
                             ]
                         )
+    header = ["student_id", "assignment", "grade_id", "auto_score", "max_score"]
+    write_csv(by_task, header, rows)
     _sort_rows(by_task)
     return grades, by_task

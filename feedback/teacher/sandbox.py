@@ -20,6 +20,7 @@ bubblewrap (macOS, Windows или явно ``COURSE7_SANDBOX=none``) ядро з
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import site
@@ -34,7 +35,12 @@ from typing import Any
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec
 
+from feedback.kernel_guard import RECORD_FD_ENV
+
 SANDBOX_ENV = "COURSE7_SANDBOX"
+#: Файл записи событий ядра в папке работы и сколько из него читать.
+RECORD_FILE = "kernel-record.jsonl"
+RECORD_BYTES = 1024**2
 GIB = 1024**3
 MIB = 1024**2
 
@@ -70,6 +76,7 @@ class Limits:
     total_output_bytes: int = 8 * MIB  # весь вывод тетрадки, который попадёт в отчёт
     flood_bytes: int = 64 * MIB  # столько вывода — уже не работа, а флуд: ядро убивается
     disk_bytes: int = 256 * MIB
+    files: int = 20_000  # файлов и папок: пустые файлы места не занимают, но память ядра ОС — да
     processes: int = 64
     call_seconds: float = 10  # один вызов функции учащегося в проверке
 
@@ -176,6 +183,19 @@ def python_paths() -> list[str]:
     return sorted(path for path in paths if os.path.isdir(path))
 
 
+def hidden_paths() -> list[str]:
+    """Папки пакета курса, которых в песочнице нет: эталоны ответов и программа оценивания.
+
+    Пакет виден ядру целиком (его импортирует тетрадка), но верные формулы
+    (:mod:`feedback.answers`) нужны только вердикту, а он выносится вне песочницы.
+    Вместо этих папок ядро видит пустые, только для чтения: ни исходников, ни ``.pyc``.
+    """
+    import feedback
+
+    package = Path(feedback.__file__).resolve().parent
+    return [str(package / name) for name in ("answers", "teacher") if (package / name).is_dir()]
+
+
 def _covered(path: str, others: list[str]) -> bool:
     return any(path != other and path.startswith(other.rstrip("/") + "/") for other in others)
 
@@ -202,6 +222,8 @@ def bwrap_command(
     for path in readonly:
         if not _covered(path, readonly):
             args += ["--ro-bind", path, path]
+    for path in hidden_paths():
+        args += ["--tmpfs", path, "--remount-ro", path]
     args += ["--bind", str(home), str(home), "--bind", str(ipc), str(ipc)]
     for path in writable:
         args += ["--bind", path, path]
@@ -238,6 +260,8 @@ def kernel_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
         "IPYTHONDIR": str(home / ".ipython"),
         "KERAS_HOME": str(home / ".keras"),
         "PYTHONDONTWRITEBYTECODE": "1",
+        # Рабочая папка ядра не попадает в sys.path: свой «feedback» в ней не подложить.
+        "PYTHONSAFEPATH": "1",
         "PYTHONNOUSERSITE": "" if site.getusersitepackages() in sys.path else "1",
         "MALLOC_ARENA_MAX": "2",
         "TF_CPP_MIN_LOG_LEVEL": "3",
@@ -276,6 +300,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._kernel_environment = kernel_environment
         self._home = home
         self.socket_dir: Path | None = None  # папка сокетов; её тоже видит ядро
+        self.record_fd: int | None = None  # запись событий ядра (feedback.kernel_guard)
 
     async def _async_pre_start_kernel(self, **kw: Any):  # type: ignore[override]
         # Пустое окружение: поверх него jupyter_client кладёт только окружение из
@@ -286,12 +311,14 @@ class SandboxedKernelManager(AsyncKernelManager):
         kw.setdefault("stdout", subprocess.DEVNULL)
         kw.setdefault("stderr", subprocess.DEVNULL)
         kw["close_fds"] = True
+        kw["pass_fds"] = () if self.record_fd is None else (self.record_fd,)
         kw["preexec_fn"] = _private_umask
         return await super()._async_pre_start_kernel(**kw)
 
     @property
     def kernel_spec(self) -> KernelSpec:  # type: ignore[override]
-        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        # Ядро под присмотром (feedback.kernel_guard), с безопасным sys.path (-P).
+        argv = [sys.executable, "-P", "-m", "feedback.kernel_guard", "-f", "{connection_file}"]
         return KernelSpec(
             argv=[*self._argv_prefix, *argv],
             display_name="course7 (песочница)",
@@ -326,7 +353,11 @@ def kernel_manager(
     home = unit_dir / "home"
     home.mkdir(parents=True, exist_ok=True)
     ipc = socket_dir()
-    env = kernel_env(home, extra_env)
+    # Запись событий ядра — вне всего, что видит ядро: ему достаётся только дескриптор.
+    record_fd = os.open(
+        unit_dir / RECORD_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o600
+    )
+    env = kernel_env(home, {**extra_env, RECORD_FD_ENV: str(record_fd)})
     prefix = prlimit_command(limits) + pin_command(cpus)
     if mode == "bwrap":
         prefix += bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits, writable)
@@ -339,7 +370,29 @@ def kernel_manager(
         connection_file=str(ipc / "connection.json"),
     )
     km.socket_dir = ipc
+    km.record_fd = record_fd
     return km
+
+
+def read_record(unit_dir: Path, limit: int = RECORD_BYTES) -> list[dict[str, Any]]:
+    """События из записи ядра (:mod:`feedback.kernel_guard`): не больше ``limit`` байт.
+
+    Запись пишет и код учащегося, поэтому всё, что не похоже на событие, пропускается.
+    """
+    try:
+        with open(unit_dir / RECORD_FILE, "rb") as fh:
+            raw = fh.read(limit)
+    except OSError:
+        return []
+    events = []
+    for line in raw.decode("utf-8", "replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("event"), str):
+            events.append(entry)
+    return events
 
 
 def socket_dir() -> Path:
@@ -362,6 +415,7 @@ class Watchdog(threading.Thread):
         self.pid, self.folders, self.limits, self.interval = pid, folders, limits, interval
         self.reason: str | None = None
         self.peak_memory = 0
+        self._kernel_pid: int | None = None  # процесс внутри песочницы (его /tmp — свой)
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -386,6 +440,7 @@ class Watchdog(threading.Thread):
                 except psutil.Error:
                     pass
             self.peak_memory = max(self.peak_memory, memory)
+            self._kernel_pid = processes[-1].pid if len(processes) > 1 else None
             reason = self._exceeded(memory, len(processes))
             if reason:
                 self.reason = reason
@@ -402,9 +457,22 @@ class Watchdog(threading.Thread):
             )
         if count > self.limits.processes:
             return f"запущено слишком много процессов (больше {self.limits.processes})"
-        if sum(folder_size(folder) for folder in self.folders) > self.limits.disk_bytes:
+        size = files = 0
+        for folder in self.folders + self._sandbox_tmp():
+            used = folder_usage(folder, self.limits.files - files)
+            size, files = size + used[0], files + used[1]
+        if size > self.limits.disk_bytes:
             return f"в папку работы записано больше {self.limits.disk_bytes // MIB} МиБ файлов"
+        if files > self.limits.files:
+            return f"создано больше {self.limits.files} файлов и папок"
         return None
+
+    def _sandbox_tmp(self) -> list[Path]:
+        """Свои /tmp и /dev/shm песочницы (tmpfs): их видно через /proc/<ядро>/root."""
+        if self._kernel_pid is None:
+            return []
+        root = Path(f"/proc/{self._kernel_pid}/root")
+        return [root / "tmp", root / "dev" / "shm"]
 
     @staticmethod
     def _kill(processes: list[Any]) -> None:
@@ -417,13 +485,25 @@ class Watchdog(threading.Thread):
                 pass
 
 
-def folder_size(folder: Path) -> int:
-    """Сколько байт занимают файлы в папке (ссылки не разыменовываются)."""
-    total = 0
-    for root, _, files in os.walk(folder):
+def folder_usage(folder: Path, max_entries: int | None = None) -> tuple[int, int]:
+    """Байты файлов в папке и число файлов и папок (ссылки не разыменовываются).
+
+    Дойдя до ``max_entries`` записей, считать перестаёт: бюджет уже превышен, а обход
+    сотен тысяч пустых файлов сам стоил бы секунд.
+    """
+    total = entries = 0
+    for root, dirs, files in os.walk(folder):
+        entries += len(dirs) + len(files)
         for name in files:
             try:
                 total += os.lstat(os.path.join(root, name)).st_size
             except OSError:
                 pass
-    return total
+        if max_entries is not None and entries > max_entries:
+            break
+    return total, entries
+
+
+def folder_size(folder: Path) -> int:
+    """Сколько байт занимают файлы в папке (ссылки не разыменовываются)."""
+    return folder_usage(folder)[0]

@@ -16,10 +16,11 @@ import nbformat
 from feedback.graded import GradedCheck
 from feedback.probe import OBSERVATION_MIME
 from feedback.result import CheckResult, failed
+from feedback.values import lookalikes
 
 
 @dataclass(frozen=True)
-class TestScore:
+class TaskScore:
     """Итог одной ячейки-теста."""
 
     grade_id: str
@@ -32,15 +33,17 @@ class TestScore:
         return self.points if self.passed else 0.0
 
 
-def observations(cell: nbformat.NotebookNode, grade_id: str) -> list[Any]:
-    """Все наблюдения для ``grade_id`` в выводе ячейки."""
+def observations(cell: nbformat.NotebookNode, grade_id: str | None = None) -> list[Any]:
+    """Наблюдения в выводе ячейки: для ``grade_id`` или все (целиком, с меткой)."""
     found = []
     for output in cell.get("outputs", []):
         if output.get("output_type") not in ("display_data", "execute_result"):
             continue
         payload = output.get("data", {}).get(OBSERVATION_MIME)
-        if isinstance(payload, dict) and payload.get("grade_id") == grade_id:
-            found.append(payload.get("observation"))
+        if not isinstance(payload, dict):
+            continue
+        if grade_id is None or payload.get("grade_id") == grade_id:
+            found.append(payload)
     return found
 
 
@@ -52,6 +55,64 @@ def _error_text(cell: nbformat.NotebookNode) -> str | None:
     return None
 
 
+def subversion(
+    cell: nbformat.NotebookNode,
+    grade_id: str,
+    token: str,
+    probe_marked: bool | None,
+) -> str | None:
+    """Почему наблюдению ячейки-теста нельзя верить (по-русски) или ``None``.
+
+    Верят ровно одному наблюдению этой ячейки с меткой работы, после которого ячейка
+    не упала, если настоящий зонд отметился в записи ядра (``probe_marked``; ``None`` —
+    записи нет). Всё остальное — следы кода, который подделал или прервал зонд.
+    """
+    every = observations(cell)
+    mine = [payload for payload in every if payload.get("grade_id") == grade_id]
+    marked = [payload for payload in mine if payload.get("token") == token]
+    error = _error_text(cell)
+    if len(mine) > 1:
+        return (
+            f"в выводе проверки «{grade_id}» {len(mine)} наблюдения: похоже, код учащегося "
+            "печатает поддельные результаты проверки"
+        )
+    if len(every) > len(mine):
+        return f"в выводе проверки «{grade_id}» наблюдение другой ячейки: похоже, оно подделано"
+    if mine and not marked:
+        return (
+            f"наблюдение проверки «{grade_id}» без метки этого оценивания: его напечатал не "
+            "зонд программы оценивания"
+        )
+    if not marked:
+        return None
+    forged = lookalikes(marked[0].get("observation"))
+    if forged:
+        return (
+            f"в ответе для проверки «{grade_id}» объект {', '.join(sorted(set(forged)))[:200]}, "
+            "который выдаёт себя за число, массив или таблицу"
+        )
+    interrupted = marked[0].get("observation", {})
+    if isinstance(interrupted, dict) and interrupted.get("interrupted"):
+        return (
+            f"функция учащегося прервала проверку «{grade_id}» исключением "
+            f"{interrupted['interrupted']} (BaseException)"
+        )
+    if error:
+        return (
+            f"после наблюдения проверка «{grade_id}» завершилась ошибкой ({error}): похоже, "
+            "код учащегося прервал настоящий зонд и показал своё наблюдение"
+        )
+    if probe_marked is False:
+        return (
+            f"настоящий зонд проверки «{grade_id}» не отметился в записи ядра: похоже, "
+            "модуль проверки подменён"
+        )
+    return None
+
+
+SUBVERTED = "ответ не засчитан: проверка не смогла честно получить ответ."
+
+
 def judge_cell(
     cell: nbformat.NotebookNode,
     grade_id: str,
@@ -60,17 +121,20 @@ def judge_cell(
     params: dict[str, Any],
     status: str,
     stopped: str | None,
+    token: str = "",
+    probe_marked: bool | None = None,
 ) -> tuple[CheckResult, str | None]:
-    """Вердикт ячейки-теста и повод для ручной проверки (если что-то подозрительно)."""
-    found = observations(cell, grade_id)
+    """Вердикт ячейки-теста и повод для ручной проверки (если что-то подозрительно).
+
+    Наблюдение, которому нельзя верить (:func:`subversion`), — ноль баллов и повод
+    для ручной проверки, никогда не зачёт.
+    """
+    suspicion = subversion(cell, grade_id, token, probe_marked)
+    if suspicion:
+        return failed(title, SUBVERTED, "Работу посмотрит преподаватель."), suspicion
+    found = [payload.get("observation") for payload in observations(cell, grade_id)]
     if len(found) == 1:
         return check.judge_envelope(found[0], params), None
-    if len(found) > 1:
-        return (
-            failed(title, "проверка получила несколько ответов вместо одного."),
-            f"в выводе проверки «{grade_id}» {len(found)} наблюдения: "
-            "похоже, код учащегося печатает поддельные результаты проверки",
-        )
     if status == "not-run":
         reason = stopped or "выполнение тетрадки остановилось раньше"
         return failed(title, "проверка не выполнялась.", f"Причина: {reason}."), None
@@ -85,7 +149,11 @@ def judge_cell(
         )
     error = _error_text(cell)
     if error:
-        return failed(title, "проверка не смогла получить ответ.", f"Ошибка: {error}"), None
+        return (
+            failed(title, "проверка не смогла получить ответ.", f"Ошибка: {error}"),
+            f"проверка «{grade_id}» упала, не сняв наблюдения ({error}): похоже, код учащегося "
+            "сломал или подменил модули курса",
+        )
     return (
         failed(title, "проверка не получила ответа."),
         f"проверка «{grade_id}» выполнилась, но не вывела наблюдения: похоже, код учащегося "
@@ -100,6 +168,6 @@ def verdict_output(result: CheckResult) -> nbformat.NotebookNode:
     )
 
 
-def test_score(grade_id: str, cell: nbformat.NotebookNode, result: CheckResult) -> TestScore:
+def task_score(grade_id: str, cell: nbformat.NotebookNode, result: CheckResult) -> TaskScore:
     points = float(cell.metadata.get("nbgrader", {}).get("points", 0) or 0)
-    return TestScore(grade_id, points, bool(result.passed), result)
+    return TaskScore(grade_id, points, bool(result.passed), result)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import secrets
 import shutil
 import sys
 import time
@@ -23,13 +24,15 @@ from typing import Any
 import nbformat
 
 from feedback.calling import CALL_LIMIT_ENV
+from feedback.kernel_guard import PROBE, STARTED
 from feedback.teacher.assemble import SKIP_TAG, assemble, parse_check_call, probe_source
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, cache_root, tiny_model_cache
 from feedback.teacher.execute import execute
 from feedback.teacher.learner_outputs import marker, submitted
 from feedback.teacher.review import course_modules, scan
+from feedback.teacher.safe_html import SafeMarkdown, clean_notebook, code_span, markdown_text
 from feedback.teacher.sandbox import Limits
-from feedback.teacher.score import judge_cell, test_score, verdict_output
+from feedback.teacher.score import judge_cell, task_score, verdict_output
 
 #: Роль служебных ячеек, которые оценивание добавляет в начало проверенной тетрадки.
 GRADING_NOTE = "grading-note"  # видят и учащийся, и преподаватель
@@ -37,7 +40,12 @@ REVIEW_NOTE = "review-note"  # только для преподавателя
 
 
 def _note(role: str, title: str, lines: list[str]) -> nbformat.NotebookNode:
-    body = "\n".join(f"- {line}" for line in lines)
+    """Служебная ячейка Markdown со списком; строки из работы экранируются (кроме SafeMarkdown).
+
+    В строках бывают имена файлов и код учащегося: как есть они стали бы HTML или ссылками
+    в отчёте и в formgrader.
+    """
+    body = "\n".join(f"- {markdown_text(line)}" for line in lines)
     cell = nbformat.v4.new_markdown_cell(f"**{title}**\n\n{body}", id=f"course7-{role}")
     cell.metadata["course7"] = role
     return cell
@@ -85,6 +93,56 @@ def kernel_caches(job: dict[str, Any], unit_dir: Path) -> tuple[dict, list[str],
     return env, readonly, writable
 
 
+def cell_file_name(source: str) -> str:
+    """Имя файла, под которым ipykernel выполняет ячейку с этим текстом (хэш текста)."""
+    from ipykernel.compiler import get_tmp_hash_seed, murmur2_x86
+
+    return f"{murmur2_x86(source, get_tmp_hash_seed())}.py"
+
+
+def recorded_findings(
+    record: list[dict[str, Any]],
+    runnable: nbformat.NotebookNode,
+    learner_cells: list[tuple[int, str]],
+) -> list[dict[str, Any]]:
+    """Находки из записи ядра (:mod:`feedback.kernel_guard`) в ячейках учащегося.
+
+    Запись называет файл ячейки; события ячеек выпуска (установка, импорт пакета курса)
+    и зондов — не повод. Одинаковые события одной строки — одна находка.
+    """
+    labels = {
+        cell_file_name(runnable.cells[index].source): (index, label)
+        for index, label in learner_cells
+    }
+    found: dict[tuple[str, int, str], dict[str, Any]] = {}
+    for entry in record:
+        where = labels.get(str(entry.get("file", "")))
+        reason = entry.get("reason")
+        if where is None or not isinstance(reason, str):
+            continue
+        index, label = where
+        line = entry.get("line") if isinstance(entry.get("line"), int) else 0
+        lines = runnable.cells[index].source.splitlines()
+        code = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
+        key = (label, line, reason)
+        found.setdefault(
+            key,
+            {"cell": label, "line": line, "code": code, "reason": f"при выполнении {reason[:300]}"},
+        )
+    return list(found.values())
+
+
+def probe_marks(record: list[dict[str, Any]], token: str) -> set[str] | None:
+    """Ячейки-тесты, чей настоящий зонд отметился в записи; ``None`` — записи нет."""
+    if not any(entry.get("event") == STARTED for entry in record):
+        return None
+    return {
+        str(entry.get("grade_id"))
+        for entry in record
+        if entry.get("event") == PROBE and entry.get("token") == token
+    }
+
+
 def run_unit(job: dict[str, Any]) -> dict[str, Any]:
     """Выполняет задание единицы и возвращает её результат (см. модуль)."""
     started = time.monotonic()
@@ -102,9 +160,11 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
         [(label, graded.cells[index].source) for index, label in assembled.learner_cells],
         course_modules(setup),
         set(job.get("allowed", [])),
+        setup=setup,
     )
 
     runnable = copy.deepcopy(graded)
+    token = secrets.token_hex(8)  # метка наблюдений этой работы (см. feedback.probe)
     calls: dict[int, tuple[str, Any, dict[str, Any]]] = {}
     cases: dict[str, Any] = {}
     skipped = set()
@@ -121,7 +181,7 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
         calls[index] = (grade_id, call, params)
         if params != call.params:
             cases[grade_id] = params
-        runnable.cells[index].source = probe_source(grade_id, call, params)
+        runnable.cells[index].source = probe_source(grade_id, call, params, token)
 
     limits = Limits(**job.get("limits", {}))
     unit_dir = Path(job["unit_dir"])
@@ -133,6 +193,8 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
 
     tests: dict[str, dict[str, Any]] = {}
     review = [finding.__dict__ for finding in findings]
+    review += recorded_findings(execution.record, runnable, assembled.learner_cells)
+    probes = probe_marks(execution.record, token)
     for index, cell in enumerate(graded.cells):
         if cell.cell_type != "code":
             continue
@@ -155,10 +217,12 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
             params,
             execution.status[index],
             execution.stopped,
+            token,
+            None if probes is None else grade_id in probes,
         )
         cell.outputs = [verdict_output(result)]
         cell.execution_count = executed.get("execution_count")
-        score = test_score(grade_id, cell, result)
+        score = task_score(grade_id, cell, result)
         tests[grade_id] = {
             "score": score.score,
             "points": score.points,
@@ -176,11 +240,15 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
         notes.append(_note(GRADING_NOTE, "Замечания оценивания", problems))
     if review:
         lines = [
-            f"{item['cell']}, строка {item['line']}: {item['reason']}"
-            + (f" — `{item['code']}`" if item["code"] else "")
+            SafeMarkdown(
+                f"{markdown_text(item['cell'])}, строка {markdown_text(item['line'])}: "
+                f"{markdown_text(item['reason'])}"
+                + (f" — {code_span(item['code'])}" if item["code"] else "")
+            )
             for item in review
         ]
         notes.append(_note(REVIEW_NOTE, "Посмотрите вручную (код обращается к проверке)", lines))
+    clean_notebook(graded)  # здесь, а не в основном процессе: время — из бюджета работы
     graded.cells = [*notes, *graded.cells]
     return {
         "student": job["student"],
@@ -208,7 +276,7 @@ def unassessed(
     """Неоценённая работа: выпуск с заметкой «Работа не оценена», нули за все проверки."""
     notebook = nbformat.reads(json.dumps(release), as_version=4)
     note = nbformat.v4.new_markdown_cell(
-        f"**Работа не оценена**\n\n- {problem}.", id=f"course7-{GRADING_NOTE}"
+        f"**Работа не оценена**\n\n- {markdown_text(problem)}.", id=f"course7-{GRADING_NOTE}"
     )
     note.metadata["course7"] = GRADING_NOTE
     notebook.cells.insert(0, note)

@@ -1,0 +1,110 @@
+"""Эталоны лабораторной 7.4: память весов, входа, градиентов, Adam и активаций в ГиБ."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from feedback.comparing import Answer, Mistake
+from feedback.formatting import BYTES_PER_GIB
+
+Bytes = Callable[..., float]
+#: Аргументы функции активаций по порядку (как в задании).
+ACTIVATION_ARGS = ("batch_size", "max_length", "num_layers", "embedding_dim", "bytes_per_param")
+
+
+def _unit_mistakes(in_bytes: Bytes) -> tuple[Mistake, ...]:
+    """Ошибки единиц, общие для всех пяти функций."""
+    return (
+        Mistake(
+            in_bytes,
+            "функция вернула байты, а нужны ГиБ: разделите результат на 1024³ "
+            "(для этого есть bytes_to_gb).",
+        ),
+        Mistake(
+            lambda *args: in_bytes(*args) / 1e9,
+            "вы разделили на 10⁹ (это ГБ), а нужны ГиБ: делите на 1024³ = 1 073 741 824. "
+            "Разница около 7 %.",
+        ),
+        Mistake(
+            lambda *args: in_bytes(*args) / 1024**2,
+            "получились МиБ: делите на 1024³, а не на 1024².",
+        ),
+    )
+
+
+def in_gib(in_bytes: Bytes, *mistakes: Mistake) -> Answer:
+    """Эталон в ГиБ (байты / 1024³); ошибки единиц добавляются сами."""
+    return Answer(
+        lambda *args: in_bytes(*args) / BYTES_PER_GIB, (*mistakes, *_unit_mistakes(in_bytes))
+    )
+
+
+def _weights_bytes(param_count: float, bytes_per_param: float) -> float:
+    return param_count * bytes_per_param
+
+
+_FORGOT_BYTES = Mistake(
+    lambda p, b: p / BYTES_PER_GIB,
+    "забыт множитель bytes_per_param: каждый параметр занимает столько байт.",
+)
+
+PARAM_MEMORY = in_gib(_weights_bytes, _FORGOT_BYTES)
+
+INPUT_MEMORY = in_gib(
+    lambda b, n, t: b * n * t,
+    Mistake(
+        lambda b, n, t: b * n / BYTES_PER_GIB,
+        "забыт множитель bytes_per_token_id: каждый идентификатор токена занимает "
+        "несколько байт (int32 — 4 байта).",
+    ),
+)
+
+GRADIENT_MEMORY = in_gib(
+    _weights_bytes,
+    _FORGOT_BYTES,
+    Mistake(
+        lambda p, b: 2 * p * b / BYTES_PER_GIB,
+        "градиент — одно число на каждый параметр, поэтому P·b. Два числа на параметр "
+        "хранит оптимизатор Adam — это следующая функция.",
+    ),
+)
+
+OPTIMIZER_MEMORY = in_gib(
+    lambda p, b: 2 * p * b,
+    Mistake(
+        lambda p, b: p * b / BYTES_PER_GIB,
+        "Adam хранит для каждого параметра два числа — первый момент (скользящее среднее "
+        "градиента) и второй (скользящее среднее его квадрата), поэтому 2·P·b.",
+    ),
+    Mistake(
+        lambda p, b: 3 * p * b / BYTES_PER_GIB,
+        "похоже, сюда добавлены сами веса. Их считает calculate_param_memory; здесь — "
+        "только состояние оптимизатора: два момента Adam, 2·P·b.",
+    ),
+    Mistake(
+        lambda p, b: 2 * p / BYTES_PER_GIB,
+        "забыт множитель bytes_per_param: 2 момента × P параметров × b байт.",
+    ),
+)
+
+
+def _activation_bytes(*args: float) -> float:
+    product = 1.0
+    for value in args:
+        product *= value
+    return product
+
+
+def _missing_factor(position: int) -> Mistake:
+    name = ACTIVATION_ARGS[position]
+    return Mistake(
+        lambda *args: _activation_bytes(*args) / args[position] / BYTES_PER_GIB,
+        f"в произведении не хватает множителя {name}: в упрощённой модели курса "
+        "активации — это batch_size × max_length × num_layers × embedding_dim × "
+        "bytes_per_param.",
+    )
+
+
+ACTIVATION_MEMORY = in_gib(
+    _activation_bytes, *(_missing_factor(position) for position in range(len(ACTIVATION_ARGS)))
+)
