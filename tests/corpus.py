@@ -685,6 +685,22 @@ def trust_works() -> list[Work]:
         Work("r72_nested_tags_output", LAB2, with_cell(lab2(), NESTED_OUTPUT), both(2)),
         # Имя файла со скриптом попадает в заметку «назван как …».
         Work(
+            "g75_shadow_package",
+            LAB5,
+            first_cell(
+                submission(
+                    LAB5,
+                    {
+                        "weights_dtype": 'WEIGHTS_DTYPE = "float32"',
+                        "optimizer": OPTIMIZER_7_5.format(lr="1e-4"),
+                    },
+                ),
+                SHADOW_PACKAGE,
+            ),
+            {"check_weights_dtype": 0, "check_lora": 2, "check_optimizer": 0},
+            flagged=True,
+        ),
+        Work(
             "x72_evil_file_name",
             LAB2,
             lab2(),

@@ -71,3 +71,20 @@ def test_inline_and_top_level_regions_get_a_comment_stub_functions_get_raise():
     assert top == "# Добавьте сюда свой код"
     body = cleared("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION")
     assert "raise NotImplementedError" in body and "YOUR CODE" not in body
+
+
+def test_course_frames_leave_a_learners_traceback():
+    """Отказ перехватчика ядра приходит с кадрами пакета курса: в отчёте их нет."""
+    from feedback.teacher.preprocessors import PACKAGE_DIR
+
+    frames = [
+        "PermissionError Traceback (most recent call last)",
+        "Cell In[3], line 4\n----> 4 open('feedback/probe.py', 'w')",
+        f"File {PACKAGE_DIR}kernel_guard.py:193, in _hook(event, args)",
+        "PermissionError: подкладывает свой пакет курса: запрещено при оценивании",
+    ]
+    error = new_output("error", ename="PermissionError", evalue="x", traceback=frames)
+    code = new_code_cell("open('feedback/probe.py', 'w')", outputs=[error])
+    code.metadata["nbgrader"] = {"solution": True, "grade_id": "f"}
+    nb, _ = ReportCleanup().preprocess(new_notebook(cells=[code]), {})
+    assert nb.cells[0].outputs[0].traceback == [frames[0], frames[1], frames[3]]

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 from traitlets import Dict, Unicode
 
@@ -77,7 +79,16 @@ class ReportCleanup(NbGraderPreprocessor):
                 output.traceback = [TIMEOUT_TEXT]
             elif not learners:
                 output.traceback = [f"{output.ename}: {output.evalue}"]
+            else:
+                output.traceback = [
+                    frame for frame in output.traceback if PACKAGE_DIR not in str(frame)
+                ]
         return cell, resources
+
+
+#: Кадры пакета курса (например, отказ перехватчика ядра) в трассировке учащегося —
+#: не его код: из отчёта они убираются.
+PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + "/"
 
 
 #: Ошибки, которыми заканчивается ячейка, остановленная по лимиту времени.
