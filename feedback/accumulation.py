@@ -1,10 +1,14 @@
 """Лабораторные 7.5 и 7.6: оптимизатор AdamW и накопление градиентов.
 
 :func:`check_optimizer` сверяет оптимизатор учащегося с гиперпараметрами
-лабораторной. :func:`accumulation_demo` на крошечной модели показывает, почему
-накопление работает: среднее градиентов восьми микробатчей по одному примеру
-равно градиенту батча из восьми примеров (потери усредняются по батчу), и
-:data:`TOKEN_WEIGHTS_NOTE` объясняет, когда это верно для языковой модели.
+лабораторной: здесь — только наблюдение (:func:`optimizer_facts`: класс и гиперпараметры
+оптимизатора), а сами гиперпараметры задания, с которыми его сравнивают, и подсказки —
+в :mod:`feedback.answers.accumulation` (в песочнице оценивания этой папки нет).
+
+:func:`accumulation_demo` на крошечной модели показывает, почему накопление работает:
+среднее градиентов восьми микробатчей по одному примеру равно градиенту батча из восьми
+примеров (потери усредняются по батчу), и :data:`TOKEN_WEIGHTS_NOTE` объясняет, когда
+это верно для языковой модели.
 
 Как это устроено в Keras 3.15 (бэкенд JAX, проверено тестами курса): с
 ``gradient_accumulation_steps=k`` оптимизатор складывает градиенты k микробатчей
@@ -18,81 +22,27 @@
 from __future__ import annotations
 
 import inspect
-import math
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 from feedback.calling import LearnerProblem
-from feedback.formatting import format_plain, format_scientific, format_significant, plural
+from feedback.formatting import format_plain, format_scientific, format_significant
 from feedback.graded import GradedCheck, graded_check
-from feedback.result import CheckResult, failed, passed
+from feedback.result import CheckResult
 
 SEED = 812
 
-#: Гиперпараметры AdamW, общие для лабораторных 7.5 и 7.6 (кроме скорости обучения
-#: и накопления, которые передаются в проверку).
-LAB_HYPERPARAMETERS = {
-    "weight_decay": 0.01,
-    "beta_1": 0.9,
-    "beta_2": 0.95,
-    "epsilon": 1e-6,
-    "clipnorm": 0.5,
-}
-
-#: Значения keras.optimizers.AdamW по умолчанию: совпадение с ними — признак того,
-#: что параметр просто не передан.
-KERAS_DEFAULTS = {
-    "learning_rate": 1e-3,
-    "weight_decay": 0.004,
-    "beta_1": 0.9,
-    "beta_2": 0.999,
-    "epsilon": 1e-7,
-    "clipnorm": None,
-}
-
-#: Скорости обучения без накопления: лабораторная 7.5 и эксперимент с батчем 4 в 7.6.
-LR_LAB_7_5 = 5e-5
-LR_LAB_7_6_BATCH_4 = 1e-4
-
-REL_TOL = 1e-5
-
-_EXPLANATIONS = {
-    "weight_decay": "затухание весов: на каждом шаге веса немного тянутся к нулю",
-    "beta_1": "память первого момента — среднего градиента",
-    "beta_2": "память второго момента — среднего квадрата градиента; при 0.95 она короче",
-    "epsilon": "защита от деления на ноль в знаменателе Adam",
-    "clipnorm": "обрезка градиента по норме для каждой переменной отдельно: гасит редкие всплески",
-}
-
-
-def literal(value: Any) -> str:
-    """Значение так, как его пишут в коде: ``8e-4``, ``0.95``, ``None``."""
-    if value is None or isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    if number == 0:
-        return "0"
-    if abs(number) < 1e-3:
-        mantissa, _, exponent = f"{number:.3e}".partition("e")
-        mantissa = mantissa.rstrip("0").rstrip(".")
-        return f"{mantissa}e{int(exponent)}"
-    return repr(float(f"{number:.6g}"))
-
-
-def _same(got: Any, expected: Any) -> bool:
-    if expected is None or got is None:
-        return not got and not expected
-    try:
-        return math.isclose(float(got), float(expected), rel_tol=REL_TOL, abs_tol=0.0)
-    except (TypeError, ValueError):
-        return False
+#: Что проверка оптимизатора читает у AdamW, кроме скорости обучения и накопления.
+OBSERVED_HYPERPARAMETERS = (
+    "weight_decay",
+    "beta_1",
+    "beta_2",
+    "epsilon",
+    "clipnorm",
+    "global_clipnorm",
+    "clipvalue",
+)
 
 
 # --------------------------------------------------------------------------- оптимизатор
@@ -164,97 +114,6 @@ def _learning_rate(optimizer: Any) -> float | str:
     return float(np.asarray(getattr(value, "value", value)))
 
 
-@dataclass(frozen=True)
-class _Mismatch:
-    name: str
-    expected: Any
-    got: Any
-    hint: str | None = None
-
-    def describe(self) -> str:
-        got = "расписание" if self.got == "schedule" else literal(self.got)
-        return f"{self.name}: ожидалось {literal(self.expected)}, получено {got}."
-
-
-def _lr_hint(got: float | str, expected: float, steps: int | None) -> str | None:
-    if got == "schedule":
-        return (
-            "в лабораторной скорость обучения постоянная: передайте число, "
-            "например learning_rate=" + literal(expected) + "."
-        )
-    if steps:
-        if math.isclose(float(got), expected / math.sqrt(steps), rel_tol=0.02):
-            base = literal(expected / steps)
-            return (
-                f"похоже, вы умножили {base} на √{steps}. Для Adam так часто и начинают "
-                "подбор, это разумно. Но в задании, как в оригинальном курсе, скорость "
-                f"масштабируют линейно: {base} × {steps} = {literal(expected)}."
-            )
-        if _same(got, expected / steps) or _same(got, LR_LAB_7_6_BATCH_4):
-            return (
-                f"это скорость обучения без накопления. С gradient_accumulation_steps="
-                f"{steps} эффективный батч в {plural(steps, 'раз', 'раза', 'раз')} больше, "
-                "и по правилу линейного масштабирования скорость обучения тоже умножают на "
-                f"{steps}: {literal(expected / steps)} × {steps} = {literal(expected)}. "
-                "Правило приближённое: в своих задачах скорость всё равно стоит подбирать."
-            )
-        if _same(got, LR_LAB_7_5):
-            return (
-                "5e-5 — скорость из лабораторной 7.5. Здесь за основу берётся 1e-4 из "
-                "эксперимента с батчем 4, и по правилу линейного масштабирования (эффективный батч "
-                f"×{steps}) её умножают на {steps}: 1e-4 × {steps} = "
-                f"{literal(LR_LAB_7_6_BATCH_4 * steps)}. Поэтому сравнение с 7.5 не совсем "
-                "честное: там 5e-5, здесь 8e-4."
-            )
-    elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_BATCH_4 * 8):
-        return (
-            f"{literal(got)} подобрана для накопления градиентов ×8 (задание "
-            f"лабораторной 7.6). Без накопления нужна {literal(expected)}."
-        )
-    elif _same(got, LR_LAB_7_5) or _same(got, LR_LAB_7_6_BATCH_4):
-        return (
-            f"{literal(got)} — скорость обучения из другой лабораторной "
-            f"(5e-5 — в 7.5, 1e-4 — в эксперименте с батчем 4 в 7.6); здесь нужна "
-            f"{literal(expected)}."
-        )
-    if _same(got, KERAS_DEFAULTS["learning_rate"]):
-        return "0.001 — значение Keras по умолчанию: похоже, learning_rate не передан."
-    return None
-
-
-def _hyperparameter_hint(name: str, got: Any) -> str | None:
-    default = KERAS_DEFAULTS.get(name)
-    if name == "clipnorm" and got is None:
-        return "без clipnorm градиент не обрезается; добавьте clipnorm=0.5."
-    if default is not None and _same(got, default):
-        return (
-            f"{literal(default)} — значение Keras по умолчанию: похоже, {name} "
-            f"не передан ({_EXPLANATIONS[name]})."
-        )
-    return None
-
-
-def _accumulation_hint(got: Any, steps: int | None) -> str:
-    if steps and not got:
-        return (
-            "накопление градиентов не включено: оптимизатор обновляет веса после каждого "
-            "микробатча, и при batch_size=1 эффективный батч равен 1. Добавьте "
-            f"gradient_accumulation_steps={steps} в конструктор AdamW: тогда веса обновляются "
-            f"раз в {plural(steps, 'микробатч', 'микробатча', 'микробатчей')} по среднему их "
-            f"градиентов, как при батче из {plural(steps, 'примера', 'примеров', 'примеров')}, "
-            "а памяти под активации нужно как для одного."
-        )
-    if not steps:
-        return (
-            "в этом задании накопления градиентов нет: уберите gradient_accumulation_steps "
-            "из конструктора AdamW."
-        )
-    return (
-        f"эффективный батч = batch_size × gradient_accumulation_steps; при batch_size=1 "
-        f"нужно gradient_accumulation_steps={steps}, чтобы получить батч из {steps}."
-    )
-
-
 def _plain(value: Any) -> Any:
     """Гиперпараметр как число JSON (переменные и тензоры — через float)."""
     if value is None or isinstance(value, bool | int | str):
@@ -278,7 +137,7 @@ def optimizer_facts(
     if not facts["adamw"]:
         return facts
     facts["learning_rate"] = _learning_rate(optimizer)
-    for name in (*LAB_HYPERPARAMETERS, "global_clipnorm", "clipvalue"):
+    for name in OBSERVED_HYPERPARAMETERS:
         got = getattr(optimizer, name, None)
         facts[name] = _plain(got() if callable(got) else got)
     facts["gradient_accumulation_steps"] = _plain(
@@ -287,82 +146,9 @@ def optimizer_facts(
     return facts
 
 
-def judge_optimizer(
-    facts: dict[str, Any], steps: int | None = 8, learning_rate: float = 8e-4
-) -> CheckResult:
-    """Вердикт по :func:`optimizer_facts`."""
-    title = OPTIMIZER_TITLE
-    if not facts["adamw"]:
-        name = str(facts["class"])
-        hint = (
-            "Adam и AdamW похожи, но в задании нужен AdamW: в нём затухание весов "
-            "(weight_decay) отделено от шага по градиенту."
-            if name == "Adam"
-            else "В задании нужен keras.optimizers.AdamW."
-        )
-        return failed(title, f"это оптимизатор {name}, а нужен AdamW.", f"Подсказка: {hint}")
-
-    mismatches: list[_Mismatch] = []
-    got_lr = facts["learning_rate"]
-    if not _same(got_lr, learning_rate) or got_lr == "schedule":
-        hint = _lr_hint(got_lr, learning_rate, steps)
-        mismatches.append(_Mismatch("learning_rate", learning_rate, got_lr, hint))
-
-    for name, expected in LAB_HYPERPARAMETERS.items():
-        got = facts.get(name)
-        if not _same(got, expected):
-            mismatches.append(_Mismatch(name, expected, got, _hyperparameter_hint(name, got)))
-
-    for name in ("global_clipnorm", "clipvalue"):
-        got = facts.get(name)
-        if got is not None:
-            hint = (
-                "global_clipnorm обрезает общую норму всех градиентов вместе (как "
-                "clip_grad_norm_ в PyTorch), а в задании нужен clipnorm=0.5: он обрезает "
-                "градиент каждой переменной отдельно."
-                if name == "global_clipnorm"
-                else "в задании градиент обрезается только по норме (clipnorm=0.5)."
-            )
-            mismatches.append(_Mismatch(name, None, got, hint))
-
-    got_steps = facts.get("gradient_accumulation_steps")
-    if not _same(got_steps, steps):
-        mismatches.append(
-            _Mismatch(
-                "gradient_accumulation_steps",
-                steps,
-                got_steps,
-                _accumulation_hint(got_steps, steps),
-            )
-        )
-
-    if mismatches:
-        if len(mismatches) == 1:
-            headline = f"неверно задан параметр {mismatches[0].name}."
-        else:
-            names = ", ".join(mismatch.name for mismatch in mismatches)
-            headline = f"неверно заданы параметры: {names}."
-        details = [mismatch.describe() for mismatch in mismatches]
-        details += [f"Подсказка: {m.hint}" for m in mismatches if m.hint]
-        return failed(title, headline, *details)
-
-    settings = [f"learning_rate={literal(learning_rate)}"]
-    settings += [f"{name}={literal(value)}" for name, value in LAB_HYPERPARAMETERS.items()]
-    if steps:
-        settings.append(f"gradient_accumulation_steps={steps}")
-    details = [f"AdamW({', '.join(settings)})"]
-    if steps:
-        details.append(
-            f"При batch_size=1 эффективный батч: 1 × {steps} = {steps}. Веса обновляются "
-            f"раз в {plural(steps, 'микробатч', 'микробатча', 'микробатчей')}, и "
-            "optimizer.iterations считает именно обновления."
-        )
-    return passed(title, "все параметры оптимизатора совпадают с заданием.", *details)
-
-
 OPTIMIZER_TITLE = "Оптимизатор AdamW"
 OPTIMIZER = GradedCheck(
-    "accumulation.check_optimizer", OPTIMIZER_TITLE, optimizer_facts, judge_optimizer
+    "accumulation.check_optimizer", OPTIMIZER_TITLE, optimizer_facts, "accumulation.judge_optimizer"
 )
 
 
@@ -372,12 +158,11 @@ def check_optimizer(
 ) -> CheckResult:
     """Сверяет оптимизатор с гиперпараметрами лабораторной.
 
-    Нужен ``keras.optimizers.AdamW`` с ``weight_decay=0.01``, ``beta_1=0.9``,
-    ``beta_2=0.95``, ``epsilon=1e-6``, ``clipnorm=0.5``, скоростью обучения
-    ``learning_rate`` и ``gradient_accumulation_steps == steps``. ``steps=None`` —
-    накопления быть не должно (лабораторная 7.5: ``steps=None, learning_rate=5e-5``;
-    эксперимент с батчем 4 в лабораторной 7.6: ``steps=None, learning_rate=1e-4``). Каждое неверное
-    значение называется с ожидаемым и полученным.
+    Нужен ``keras.optimizers.AdamW`` с ``weight_decay``, ``beta_1``, ``beta_2``,
+    ``epsilon`` и ``clipnorm`` из задания, скоростью обучения ``learning_rate`` и
+    ``gradient_accumulation_steps == steps``. ``steps=None`` — накопления быть не должно
+    (так в лабораторной 7.5 и в эксперименте с батчем 4 в лабораторной 7.6). Каждое
+    неверное значение называется с ожидаемым и полученным.
     """
 
 

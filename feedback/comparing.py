@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +24,7 @@ from feedback.calling import (
     require_function,
 )
 from feedback.formatting import format_number, format_pair, plural
-from feedback.graded import GradedCheck, Params
+from feedback.graded import AnswersUnavailable, GradedCheck, Params, reference
 from feedback.result import CheckResult, failed, passed
 
 Formula = Callable[..., float]
@@ -49,21 +48,13 @@ class Answer:
     mistakes: tuple[Mistake, ...] = ()
 
 
-class AnswersUnavailable(LookupError):
-    """Эталонов нет: так и должно быть в песочнице оценивания."""
-
-
 def answer(name: str) -> Answer:
     """Эталон ``"модуль.ИМЯ"`` из :mod:`feedback.answers` — только для вердикта.
 
-    В песочнице оценивания папки эталонов нет: там вердикт не выносится, а код учащегося
-    не должен дотянуться до верной формулы.
+    В песочнице оценивания папки эталонов нет (:class:`AnswersUnavailable`): там вердикт
+    не выносится, а код учащегося не должен дотянуться до верной формулы.
     """
-    module, _, attribute = name.partition(".")
-    try:
-        found = getattr(importlib.import_module(f"feedback.answers.{module}"), attribute)
-    except (ImportError, AttributeError) as error:
-        raise AnswersUnavailable(f"эталон {name} недоступен: {error}") from None
+    found = reference(name)
     if not isinstance(found, Answer):
         raise AnswersUnavailable(f"{name} — не эталон")
     return found

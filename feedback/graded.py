@@ -13,6 +13,14 @@
 
 Наблюдение и в тетрадке проходит через JSON: учащийся видит ровно тот вердикт, который
 получит при оценивании.
+
+Функции вердикта с эталонами (верными значениями, допусками, типичными ошибками) лежат в
+:mod:`feedback.answers`, а проверка называет свою по имени: ``verdict("precision.judge_lora")``
+(или просто строкой ``"precision.judge_lora"`` в :class:`GradedCheck`). Имя разрешается
+только при вынесении вердикта. В песочнице оценивания папки эталонов нет: наблюдение там
+снимается как обычно, а вердикт не выносится — :meth:`GradedCheck.judge_envelope` отвечает
+непройденной проверкой (:class:`AnswersUnavailable`), и ни зачёт, ни подсказку к верному
+ответу код учащегося из песочницы не получит.
 """
 
 from __future__ import annotations
@@ -34,6 +42,62 @@ Params = Mapping[str, Any]
 Envelope = dict[str, Any]
 
 _NAME = re.compile(r"^(?P<module>[a-z_][a-z0-9_]*)\.(?P<function>check_[a-z0-9_]+)$")
+#: Пакет эталонов: в песочнице оценивания на его месте пустая папка.
+ANSWERS_PACKAGE = "feedback.answers"
+
+
+class AnswersUnavailable(LookupError):
+    """Эталонов нет: так и должно быть в песочнице оценивания."""
+
+
+def reference(name: str) -> Any:
+    """Объект ``"модуль.ИМЯ"`` из :mod:`feedback.answers` — только для вердикта.
+
+    Если модуля эталонов нет (песочница оценивания) или в нём нет такого имени —
+    :class:`AnswersUnavailable`. Другие ошибки импорта (ошибка в самом модуле эталонов)
+    не прячутся за этим исключением.
+    """
+    module, _, attribute = name.partition(".")
+    path = f"{ANSWERS_PACKAGE}.{module}"
+    try:
+        found = importlib.import_module(path)
+    except ModuleNotFoundError as error:
+        if error.name not in (ANSWERS_PACKAGE, path):
+            raise
+        raise AnswersUnavailable(f"эталон {name} недоступен: нет модуля {path}") from None
+    try:
+        return getattr(found, attribute)
+    except AttributeError:
+        raise AnswersUnavailable(f"эталон {name} недоступен: в {path} нет {attribute}") from None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Функция вердикта из :mod:`feedback.answers`, названная по имени: ``"модуль.функция"``.
+
+    Вызывается как сама функция; имя разрешается при каждом вызове (модуль эталонов
+    импортируется один раз), поэтому импорт проверки эталонов не трогает.
+    """
+
+    name: str
+
+    def resolve(self) -> Callable[..., CheckResult]:
+        """Сама функция вердикта или :class:`AnswersUnavailable`."""
+        found = reference(self.name)
+        if not callable(found):
+            raise AnswersUnavailable(f"{self.name} — не функция вердикта")
+        return found
+
+    def __call__(self, observation: Any, **params: Any) -> CheckResult:
+        return self.resolve()(observation, **params)
+
+
+def verdict(name: str) -> Verdict:
+    """Вердикт по имени функции в :mod:`feedback.answers`: ``verdict("wall.judge_weights_memory")``.
+
+    То же, что строка ``"wall.judge_weights_memory"`` в поле ``judge`` :class:`GradedCheck`.
+    """
+    return Verdict(name)
 
 
 @dataclass(frozen=True)
@@ -42,15 +106,21 @@ class GradedCheck:
 
     ``observe(*объекты, **параметры)`` возвращает наблюдение (JSON) или бросает
     :class:`~feedback.calling.LearnerProblem`; ``judge(наблюдение, **параметры)``
-    возвращает вердикт. ``draw(rng, параметры)`` — параметры для оценивания: например,
-    случаи, которых учащийся не видел, свои у каждого учащегося.
+    возвращает вердикт. ``judge`` можно задать и строкой — именем функции в
+    :mod:`feedback.answers` (``"precision.judge_lora"``): тогда это :class:`Verdict`.
+    ``draw(rng, параметры)`` — параметры для оценивания: например, случаи, которых
+    учащийся не видел, свои у каждого учащегося.
     """
 
     name: str
     title: str
     observe: Callable[..., Any]
-    judge: Callable[..., CheckResult]
+    judge: Callable[..., CheckResult] | str
     draw: Callable[[random.Random, Params], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.judge, str):
+            object.__setattr__(self, "judge", Verdict(self.judge))
 
     def observe_envelope(self, get_objects: Callable[[], Any], params: Params) -> Envelope:
         """Наблюдение в конверте: ``{"ok": …}``, ``{"problem": …}`` или ``{"error": …}``.
@@ -76,7 +146,11 @@ class GradedCheck:
         return {"ok": observation}
 
     def judge_envelope(self, envelope: Any, params: Params) -> CheckResult:
-        """Вердикт по конверту; испорченный конверт — непройденная проверка, не исключение."""
+        """Вердикт по конверту; испорченный конверт — непройденная проверка, не исключение.
+
+        Без эталонов (в песочнице оценивания) — тоже непройденная проверка, не исключение:
+        так вызов из кода учащегося не даст ни зачёта, ни трассировки с путями пакета.
+        """
         if not isinstance(envelope, dict):
             return self._cannot_judge("наблюдение не похоже на результат проверки")
         if "problem" in envelope:
@@ -90,6 +164,8 @@ class GradedCheck:
             return self._cannot_judge("в наблюдении нет результата")
         try:
             return self.judge(envelope["ok"], **params)
+        except AnswersUnavailable as error:
+            return self._no_answers(error)
         except LearnerProblem as problem:
             return failed(self.title, problem.headline, *problem.details)
         except Exception as error:
@@ -102,6 +178,16 @@ class GradedCheck:
             f"Причина: {reason}",
             "Проверьте, что передали в проверку то, что просит задание; "
             "если всё верно — сообщите преподавателю.",
+        )
+
+    def _no_answers(self, error: AnswersUnavailable) -> CheckResult:
+        return failed(
+            self.title,
+            "вердикт здесь не выносится: эталонов проверки нет.",
+            "Так и задумано при оценивании: в песочнице проверка только снимает наблюдение, "
+            "а вердикт по нему выносит программа преподавателя вне песочницы.",
+            "Если вы видите это в своей тетрадке, сообщите преподавателю.",
+            f"Причина: {error}",
         )
 
     def grading_params(self, rng: random.Random, params: Params) -> dict[str, Any]:

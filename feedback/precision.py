@@ -9,6 +9,12 @@ Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) 
 точности, чтобы небольшие обновления не терялись при округлении. Проверка это
 допускает и говорит об этом.
 
+Здесь — сторона наблюдения: что проверка узнаёт у модели учащегося (``*_facts``), и
+то, что нужно ячейкам тетрадки (:func:`require_weights_dtype`, :func:`parameter_counts`).
+Вердикты — что считается верным (bfloat16, ранг LoRA, только матрицы LoRA обучаются),
+подсказки к ошибкам — в :mod:`feedback.answers.precision`: в песочнице оценивания этой
+папки нет, и код учащегося не может ни спросить вердикт, ни подсмотреть эталон.
+
 Модуль лёгкий: keras здесь не импортируется, проверки работают с тем объектом,
 который передал учащийся.
 """
@@ -16,31 +22,21 @@ Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) 
 from __future__ import annotations
 
 import inspect
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from feedback.calling import LearnerProblem
-from feedback.formatting import (
-    PARAMETERS,
-    format_gib,
-    format_number,
-    format_significant,
-    plural,
-)
+from feedback.formatting import format_gib
 from feedback.graded import GradedCheck, graded_check
-from feedback.result import CheckResult, failed, passed
-from feedback.values import describe, revive
+from feedback.result import CheckResult
+from feedback.values import describe
 
-#: Слой и атрибут, которые смотрит учащийся в задании 1 лабораторной 7.5.
+#: Слой, тип весов которого смотрит учащийся в задании 1 лабораторной 7.5.
 LAB_LAYER = "decoder_block_0"
-LAB_PATH = 'model.backbone.get_layer("decoder_block_0").attention.query_dense.kernel.dtype'
 
-#: Сколько имён переменных показывать в сообщении.
-SHOWN_PATHS = 3
-
-_BYTES_PER_DTYPE = {
+#: Байты на элемент для типов весов (для подсказок и оценки памяти).
+BYTES_PER_DTYPE = {
     "float64": 8,
     "float32": 4,
     "bfloat16": 2,
@@ -98,7 +94,7 @@ def _not_a_model(model: Any) -> LearnerProblem | None:
     if isinstance(model, str):
         hint = (
             "Это похоже на тип весов; проверка сама найдёт его у модели — передайте model."
-            if model in _BYTES_PER_DTYPE
+            if model in BYTES_PER_DTYPE
             else "Передайте переменную без кавычек, например check_…(model)."
         )
         return LearnerProblem(f"передана строка {model[:40]!r}, а нужна сама модель.", hint)
@@ -196,20 +192,6 @@ def parameter_counts(model: Any) -> tuple[int, int]:
     return trainable, total
 
 
-def _share(part: int, whole: int) -> str:
-    if not whole:
-        return "0 %"
-    percent = 100 * part / whole
-    return f"{format_significant(percent, 2)} %"
-
-
-def _list_paths(paths: Sequence[str]) -> str:
-    names = list(paths[:SHOWN_PATHS])
-    more = len(paths) - len(names)
-    text = ", ".join(names)
-    return f"{text} и ещё {format_number(more)}" if more > 0 else text
-
-
 def _dtype_policy_name(backbone: Any) -> str | None:
     policy = getattr(backbone, "dtype_policy", None)
     name = getattr(policy, "name", None)
@@ -229,7 +211,7 @@ def _lab_kernel_dtype(backbone: Any) -> str | None:
 
 
 @dataclass(frozen=True)
-class _Variable:
+class VariableFacts:
     """Переменная модели в наблюдении: путь, тип, число элементов, матрица LoRA ли."""
 
     path: str
@@ -242,17 +224,9 @@ class _Variable:
         return [_path(variable), _dtype_name(variable.dtype), _size(variable), _is_lora(variable)]
 
     @classmethod
-    def parse(cls, raw: Any) -> _Variable:
+    def parse(cls, raw: Any) -> VariableFacts:
         path, dtype, size, lora = raw
         return cls(str(path), str(dtype), int(size), bool(lora))
-
-
-def _variables(raw: Any) -> list[_Variable]:
-    return [_Variable.parse(item) for item in raw]
-
-
-def _memory(variables: Sequence[_Variable]) -> float:
-    return sum(v.size * _BYTES_PER_DTYPE.get(v.dtype, 4) for v in variables)
 
 
 # --------------------------------------------------------------------------- bfloat16
@@ -262,80 +236,16 @@ def bfloat16_facts(model: Any) -> dict[str, Any]:
     """Наблюдение для проверки bfloat16: типы всех переменных основной сети."""
     backbone = resolve_backbone(model)
     return {
-        "variables": [_Variable.of(variable) for variable in _unique(backbone.weights)],
+        "variables": [VariableFacts.of(variable) for variable in _unique(backbone.weights)],
         "policy": _dtype_policy_name(backbone),
         "lab_dtype": _lab_kernel_dtype(backbone),
     }
 
 
-def judge_bfloat16(facts: dict[str, Any]) -> CheckResult:
-    """Вердикт по :func:`bfloat16_facts`."""
-    title = BFLOAT16_TITLE
-    variables = _variables(facts["variables"])
-    lora = [v for v in variables if v.lora]
-    main = [v for v in variables if not v.lora]
-    wrong = [v for v in main if v.dtype != "bfloat16"]
-    found = Counter(v.dtype for v in wrong)
-    policy = facts.get("policy")
-    lab_dtype = facts.get("lab_dtype")
-
-    details = []
-    if lab_dtype is not None:
-        details.append(f"{LAB_PATH} → {lab_dtype}")
-
-    if wrong:
-        found_text = ", ".join(name for name, _ in found.most_common())
-        details += [
-            f"Не в bfloat16: {format_number(len(wrong))} из {format_number(len(main))} "
-            f"переменных ({found_text}), например: {_list_paths([v.path for v in wrong])}.",
-        ]
-        if policy:
-            details.append(f"Политика точности модели: {policy}.")
-        if policy and str(policy).startswith("mixed_"):
-            details.append(
-                f"Подсказка: политика {policy} — это смешанная точность: вычисления идут "
-                "в 16 битах, а веса хранятся во float32 (4 байта на параметр), так что "
-                'памяти под веса она не экономит. Загрузите модель с dtype="bfloat16".'
-            )
-        elif "float32" in found:
-            details.append(
-                "Подсказка: по умолчанию from_preset загружает веса во float32 — 4 байта на "
-                'параметр вместо 2. Загрузите модель заново с dtype="bfloat16": '
-                'Gemma3CausalLM.from_preset(..., dtype="bfloat16").'
-            )
-        elif "float16" in found:
-            details.append(
-                "Подсказка: float16 тоже занимает 2 байта, но у него узкий диапазон "
-                "(максимум около 65 504), и при обучении легко получить inf. В лабораторной "
-                'нужен bfloat16: dtype="bfloat16".'
-            )
-        else:
-            details.append('Подсказка: загрузите модель с dtype="bfloat16".')
-        return failed(title, f"веса хранятся в {found_text}, а не в bfloat16.", *details)
-    if not main:
-        return failed(title, "у модели нет весов основной сети.")
-
-    details.append(
-        f"Веса основной сети: {plural(sum(v.size for v in main), *PARAMETERS)} × "
-        f"2 байта ≈ {format_gib(_memory(main) / 1024**3)}."
-    )
-    if lora:
-        lora_types = ", ".join(sorted({v.dtype for v in lora}))
-        details.append(
-            f"Матрицы LoRA ({format_number(len(lora))} шт., "
-            f"{plural(sum(v.size for v in lora), *PARAMETERS)}) хранятся в "
-            f"{lora_types} — так задумано в Keras: маленькие обучаемые матрицы держат в "
-            "полной точности, чтобы небольшие обновления не терялись при округлении."
-        )
-    return passed(
-        title,
-        f"все {format_number(len(main))} переменных основной сети хранятся в bfloat16.",
-        *details,
-    )
-
-
 BFLOAT16_TITLE = "Веса модели в bfloat16"
-BFLOAT16 = GradedCheck("precision.check_bfloat16", BFLOAT16_TITLE, bfloat16_facts, judge_bfloat16)
+BFLOAT16 = GradedCheck(
+    "precision.check_bfloat16", BFLOAT16_TITLE, bfloat16_facts, "precision.judge_bfloat16"
+)
 
 
 @graded_check(BFLOAT16)
@@ -393,94 +303,13 @@ def lora_facts(model: Any, rank: int = 4) -> dict[str, Any]:
             [_layer_path(layer), getattr(layer, "lora_rank", None)] for layer in lora_layers
         ],
         "missing": [_layer_path(layer) for layer in _missing_lora_targets(backbone, layers)],
-        "trainable": [_Variable.of(v) for v in _weights(model, "trainable_weights")],
+        "trainable": [VariableFacts.of(v) for v in _weights(model, "trainable_weights")],
         "counts": [trainable, total],
     }
 
 
-def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
-    """Вердикт по :func:`lora_facts`."""
-    title = LORA_TITLE
-    lora_layers = [(str(path), layer_rank) for path, layer_rank in facts["lora_layers"]]
-    trainable_count, total_count = (int(number) for number in facts["counts"])
-    counts = (
-        f"Обучаемых параметров: {format_number(trainable_count)} из "
-        f"{format_number(total_count)} ({_share(trainable_count, total_count)})."
-    )
-
-    if not lora_layers:
-        return failed(
-            title,
-            "LoRA не включена: ни в одном слое модели нет адаптеров.",
-            counts,
-            f"Подсказка: после загрузки вызовите model.backbone.enable_lora(rank={rank}) — "
-            "до compile и fit.",
-        )
-
-    ranks = Counter(layer_rank for _, layer_rank in lora_layers)
-    if set(ranks) != {rank}:
-        found = ", ".join(str(value) for value, _ in ranks.most_common())
-        return failed(
-            title,
-            f"ранг LoRA — {found}, а нужен {rank}.",
-            counts,
-            f"Ранг — число столбцов матрицы A и строк матрицы B: чем он больше, тем больше "
-            f"обучаемых параметров. Включить LoRA в том же слое второй раз нельзя, поэтому "
-            f"загрузите модель заново и вызовите model.backbone.enable_lora(rank={rank}).",
-        )
-
-    missing = [str(path) for path in facts["missing"]]
-    if missing:
-        return failed(
-            title,
-            "LoRA включена не во всех слоях внимания.",
-            f"Без адаптеров: {plural(len(missing), 'слой', 'слоя', 'слоёв')}, например: "
-            + ", ".join(missing[:SHOWN_PATHS])
-            + ".",
-            f"Подсказка: вызовите model.backbone.enable_lora(rank={rank}) без "
-            "target_layer_names — Keras Hub сам выберет слои query и value.",
-        )
-
-    trainable = _variables(facts["trainable"])
-    extra = [v for v in trainable if not v.lora]
-    if extra:
-        extra_params = sum(v.size for v in extra)
-        return failed(
-            title,
-            "кроме матриц LoRA обучаются и другие веса.",
-            f"Лишних обучаемых переменных: {format_number(len(extra))} "
-            f"({plural(extra_params, *PARAMETERS)}), например: "
-            f"{_list_paths([v.path for v in extra])}.",
-            counts,
-            "Подсказка: enable_lora замораживает всю модель, кроме адаптеров. Похоже, "
-            "какой-то слой потом снова сделали обучаемым (layer.trainable = True или "
-            "model.backbone.trainable = True). Загрузите модель заново и вызовите только "
-            f"enable_lora(rank={rank}).",
-        )
-
-    if not any(v.lora for v in trainable):
-        return failed(
-            title,
-            "матрицы LoRA заморожены: обучаемых весов нет совсем.",
-            counts,
-            "Подсказка: похоже, после enable_lora модель заморозили "
-            "(trainable = False). Загрузите модель заново и вызовите только "
-            f"enable_lora(rank={rank}).",
-        )
-
-    return passed(
-        title,
-        f"LoRA ранга {rank} включена в {plural(len(lora_layers), 'слое', 'слоях', 'слоях')}; "
-        "обучаются только её матрицы.",
-        counts,
-        "Слои с адаптерами, например: "
-        + ", ".join(path for path, _ in lora_layers[:SHOWN_PATHS])
-        + ".",
-    )
-
-
 LORA_TITLE = "Адаптеры LoRA"
-LORA = GradedCheck("precision.check_lora", LORA_TITLE, lora_facts, judge_lora)
+LORA = GradedCheck("precision.check_lora", LORA_TITLE, lora_facts, "precision.judge_lora")
 
 
 @graded_check(LORA)
@@ -502,7 +331,7 @@ MIXED_POLICIES = {"mixed_float16", "mixed_bfloat16"}
 WEIGHTS_DTYPE_TITLE = "Тип весов для загрузки"
 
 
-def _dtype_choice(value: Any) -> str:
+def dtype_choice(value: Any) -> str:
     """Выбор учащегося как строка или :class:`LearnerProblem`, если выбора нет."""
     if value is Ellipsis:
         raise LearnerProblem(
@@ -523,51 +352,11 @@ def _dtype_choice(value: Any) -> str:
     return value.strip()
 
 
-def _judge_weights_dtype(observation: Any) -> CheckResult:
-    choice = _dtype_choice(revive(observation))
-    title = WEIGHTS_DTYPE_TITLE
-    if choice == "bfloat16":
-        return passed(
-            title,
-            "bfloat16 — 2 байта на параметр.",
-            f"Веса gemma3_4b_text займут ≈ {format_gib(3_880_099_328 * 2 / 1024**3)} "
-            "вместо ≈ 14,5 ГиБ во float32 и поместятся в T4.",
-        )
-    if choice in ("float32", "float64"):
-        return failed(
-            title,
-            f"{choice} — {plural(LOADABLE_DTYPES[choice], 'байт', 'байта', 'байт')} на параметр: "
-            "веса Gemma-4B займут "
-            f"≈ {format_gib(3_880_099_328 * LOADABLE_DTYPES[choice] / 1024**3)} и не "
-            "поместятся в T4 (лабораторная 7.3).",
-            "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32.",
-        )
-    if choice == "float16":
-        return failed(
-            title,
-            "float16 тоже занимает 2 байта, но его диапазон узок (максимум около 65 504): при "
-            "обучении легко получить inf.",
-            "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32, — bfloat16.",
-        )
-    if choice in MIXED_POLICIES:
-        return failed(
-            title,
-            f"{choice} — это смешанная точность: вычисления в 16 битах, а веса хранятся во "
-            "float32, так что памяти под веса она не экономит.",
-            'Подсказка: нужен тип самих весов, например "bfloat16".',
-        )
-    return failed(
-        title,
-        f"Keras не знает тип весов {choice[:40]!r}.",
-        "Подходят строки " + ", ".join(f'"{name}"' for name in LOADABLE_DTYPES) + ".",
-    )
-
-
 WEIGHTS_DTYPE = GradedCheck(
     "precision.check_weights_dtype",
     WEIGHTS_DTYPE_TITLE,
     observe=describe,
-    judge=_judge_weights_dtype,
+    judge="precision.judge_weights_dtype",
 )
 
 
@@ -591,7 +380,7 @@ def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> s
     без нехватки памяти и без перезапуска среды.
     """
     try:
-        choice = _dtype_choice(dtype)
+        choice = dtype_choice(dtype)
     except LearnerProblem as problem:
         raise WeightsDtypeError("\n".join([problem.headline, *problem.details])) from None
     if choice not in LOADABLE_DTYPES and choice not in MIXED_POLICIES:

@@ -16,6 +16,7 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 from feedback import CheckFailed, accumulation
+from feedback.answers.accumulation import literal
 
 KERAS_REASON = "нужен keras с бэкендом JAX (pip install -e '.[tiny]')"
 
@@ -30,7 +31,7 @@ LAB = {"weight_decay": 0.01, "beta_1": 0.9, "beta_2": 0.95, "epsilon": 1e-6, "cl
     [(8e-4, "8e-4"), (5e-5, "5e-5"), (1e-6, "1e-6"), (0.95, "0.95"), (None, "None"), (8, "8")],
 )
 def test_literal_looks_like_code(value, expected):
-    assert accumulation.literal(value) == expected
+    assert literal(value) == expected
 
 
 # --------------------------------------------------------------------------- оптимизатор
@@ -88,8 +89,8 @@ def test_unscaled_learning_rate_gets_the_scaling_rule(keras, rate):
     result = accumulation.check_optimizer(adamw(keras, learning_rate=rate))
     assert not result.passed
     assert result.headline == "неверно задан параметр learning_rate."
-    literal = accumulation.literal(rate)
-    assert f"learning_rate: ожидалось 8e-4, получено {literal}" in result.message
+    shown = literal(rate)
+    assert f"learning_rate: ожидалось 8e-4, получено {shown}" in result.message
     assert "линейного масштабирования" in result.message and "1e-4 × 8 = 8e-4" in result.message
 
 

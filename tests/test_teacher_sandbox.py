@@ -290,6 +290,22 @@ def test_the_sandbox_has_no_reference_answers_and_no_grading_code(tmp_path):
 
 
 @needs_bwrap
+def test_every_check_observes_in_the_sandbox_but_none_can_be_judged_there(tmp_path):
+    """Все проверки курса: наблюдение снимается, а вердикт без эталонов — только отказ.
+
+    Ответы в сценарии верные: без песочницы, с эталонами, они проходят
+    (``tests/test_graded.py::test_without_answers_every_check_observes_but_none_passes``).
+    Здесь тот же вызов ``judge_envelope``, ``judge`` и самой проверки из кода учащегося
+    не даёт зачёта ни одной проверке.
+    """
+    from test_graded import VERDICTS_SCRIPT, assert_no_verdict_without_answers, verdicts
+
+    execution = run(tmp_path, VERDICTS_SCRIPT)
+    assert "VERDICTS " in text(execution, 0), text(execution, 0)[-3000:]
+    assert_no_verdict_without_answers(verdicts(text(execution, 0)))
+
+
+@needs_bwrap
 @pytest.mark.parametrize("where", ["home", "/tmp", "/dev/shm"])
 def test_many_empty_files_are_stopped_anywhere_in_the_sandbox(tmp_path, where):
     """Пустые файлы не занимают места, но занимают память ядра ОС: их число тоже в бюджете."""
@@ -341,3 +357,18 @@ def test_the_guard_records_what_learner_cells_do_and_refuses_a_shadow_package(tm
     assert ("sys.addaudithook", files[5], 7) in events
     assert not [event for event in events if event[1] == files[4]]  # namedtuple — не повод
     assert execution.record[0] == {"event": "course7.start"}  # ftruncate записи не стёр
+
+
+@needs_bwrap
+def test_folders_mounted_into_the_sandbox_tmp_do_not_count_against_its_budget(tmp_path):
+    """Окружение или кэш под /tmp (так бывает в CI) смонтированы в /tmp песочницы: не в счёт."""
+    shared = tmp_path / "venv-like"  # tmp_path лежит в /tmp
+    shared.mkdir()
+    for index in range(3000):
+        (shared / f"module{index}.py").write_text("")
+    limits = Limits(notebook_seconds=60, cell_seconds=20, memory_bytes=400 * 1024**2, files=2000)
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)\nprint('ok')")]
+    )
+    execution = execute(nb, tmp_path / "unit", "bwrap", limits, readonly=[str(shared)])
+    assert execution.stopped is None and "ok" in text(execution, 0)

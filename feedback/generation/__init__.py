@@ -8,13 +8,14 @@
 - :mod:`~feedback.generation.timing` — строка длительности, замер каждого вызова (первый
   включает компиляцию XLA), скорость по вычисленным токенам, график;
 - :mod:`~feedback.generation.table` — генерации двух моделей рядом;
-- :mod:`~feedback.generation.check` — проверка списка генераций.
+- :mod:`~feedback.generation.check` — проверка списка генераций (наблюдение; вердикт — в
+  :mod:`feedback.answers.generation`).
 
 Модуль лёгкий: keras, keras_hub, jax и matplotlib импортируются только внутри функций,
 поэтому ``from feedback import generation`` ничего тяжёлого не загружает.
 """
 
-from feedback.generation.check import CHECK_TITLE, check_generations, judge_generations
+from feedback.generation.check import CHECK_TITLE, check_generations
 from feedback.generation.prompts import (
     DEFAULT_NEW_TOKENS,
     JIDE_PROMPT,
@@ -52,7 +53,6 @@ __all__ = [
     "format_duration",
     "free_model",
     "generate",
-    "judge_generations",
     "load_model",
     "loop_counts",
     "plot_durations",

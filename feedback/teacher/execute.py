@@ -182,7 +182,12 @@ async def _run(
     watchdog: Watchdog | None = None
     try:
         async with client.async_setup_kernel():
-            watchdog = Watchdog(km.provisioner.pid, [unit_dir, km.socket_dir], limits)
+            watchdog = Watchdog(
+                km.provisioner.pid,
+                [unit_dir, km.socket_dir],
+                limits,
+                sandbox_tmp=mode == "bwrap",
+            )
             watchdog.start()
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":

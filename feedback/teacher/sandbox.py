@@ -410,12 +410,20 @@ class Watchdog(threading.Thread):
     Причина остановки (по-русски) остаётся в :attr:`reason`.
     """
 
-    def __init__(self, pid: int, folders: list[Path], limits: Limits, interval: float = 0.2):
+    def __init__(
+        self,
+        pid: int,
+        folders: list[Path],
+        limits: Limits,
+        interval: float = 0.2,
+        sandbox_tmp: bool = False,
+    ):
         super().__init__(daemon=True, name=f"course7-watchdog-{pid}")
         self.pid, self.folders, self.limits, self.interval = pid, folders, limits, interval
         self.reason: str | None = None
         self.peak_memory = 0
         self._kernel_pid: int | None = None  # процесс внутри песочницы (его /tmp — свой)
+        self._sandbox_tmp_watched = sandbox_tmp  # только под bwrap: иначе /tmp — общий
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -458,8 +466,13 @@ class Watchdog(threading.Thread):
         if count > self.limits.processes:
             return f"запущено слишком много процессов (больше {self.limits.processes})"
         size = files = 0
-        for folder in self.folders + self._sandbox_tmp():
+        for folder in self.folders:
             used = folder_usage(folder, self.limits.files - files)
+            size, files = size + used[0], files + used[1]
+        for folder in self._sandbox_tmp():
+            # Свой tmpfs песочницы; смонтированные в него папки (окружение, кэши, папка
+            # работы) — другие файловые системы, и их считать не нужно.
+            used = folder_usage(folder, self.limits.files - files, same_device=True)
             size, files = size + used[0], files + used[1]
         if size > self.limits.disk_bytes:
             return f"в папку работы записано больше {self.limits.disk_bytes // MIB} МиБ файлов"
@@ -469,7 +482,7 @@ class Watchdog(threading.Thread):
 
     def _sandbox_tmp(self) -> list[Path]:
         """Свои /tmp и /dev/shm песочницы (tmpfs): их видно через /proc/<ядро>/root."""
-        if self._kernel_pid is None:
+        if self._kernel_pid is None or not self._sandbox_tmp_watched:
             return []
         root = Path(f"/proc/{self._kernel_pid}/root")
         return [root / "tmp", root / "dev" / "shm"]
@@ -485,14 +498,23 @@ class Watchdog(threading.Thread):
                 pass
 
 
-def folder_usage(folder: Path, max_entries: int | None = None) -> tuple[int, int]:
+def folder_usage(
+    folder: Path, max_entries: int | None = None, same_device: bool = False
+) -> tuple[int, int]:
     """Байты файлов в папке и число файлов и папок (ссылки не разыменовываются).
 
     Дойдя до ``max_entries`` записей, считать перестаёт: бюджет уже превышен, а обход
-    сотен тысяч пустых файлов сам стоил бы секунд.
+    сотен тысяч пустых файлов сам стоил бы секунд. ``same_device`` — не заходить в
+    папки других файловых систем (точки монтирования).
     """
     total = entries = 0
+    try:
+        device = os.lstat(folder).st_dev
+    except OSError:
+        return 0, 0
     for root, dirs, files in os.walk(folder):
+        if same_device:
+            dirs[:] = [name for name in dirs if _on_device(os.path.join(root, name), device)]
         entries += len(dirs) + len(files)
         for name in files:
             try:
@@ -502,6 +524,13 @@ def folder_usage(folder: Path, max_entries: int | None = None) -> tuple[int, int
         if max_entries is not None and entries > max_entries:
             break
     return total, entries
+
+
+def _on_device(path: str, device: int) -> bool:
+    try:
+        return os.lstat(path).st_dev == device
+    except OSError:
+        return False
 
 
 def folder_size(folder: Path) -> int:

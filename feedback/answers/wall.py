@@ -1,0 +1,97 @@
+"""Эталон лабораторной 7.3: вердикт задания «память под веса Gemma-4B во float32».
+
+Здесь то, что нужно только вердикту: верный ответ (P · b / 1024³), допуск для округлённого
+ответа и типичные ошибки с подсказками (байты, ГБ вместо ГиБ, bfloat16 вместо float32,
+биты, круглые 4 млрд параметров). Наблюдение — само число учащегося — снимает
+:mod:`feedback.wall`; в песочнице оценивания этой папки нет.
+
+Формулу :func:`feedback.wall.weights_gib` вердикт берёт из :mod:`feedback.wall`: по ней
+же строятся сводка и диаграмма лабораторной, и поэтому она остаётся в модуле лабораторной.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from feedback.calling import LearnerProblem
+from feedback.formatting import PARAMETERS, format_gib, format_pair, plural
+from feedback.result import CheckResult, failed, passed
+from feedback.values import revive
+from feedback.wall import GEMMA_4B_PARAMS, WEIGHTS_TITLE, weights_gib
+
+#: Допуск: ответ, округлённый до 14,5 или 14,45 ГиБ, принимается.
+WEIGHTS_REL_TOL = 1e-2
+
+
+def _weights_mistakes(param_count: float, bytes_per_param: float) -> tuple[tuple[float, str], ...]:
+    """Что получилось бы при типичной ошибке и подсказка к ней."""
+    in_bytes = param_count * bytes_per_param
+    return (
+        (in_bytes, "это байты, а нужны ГиБ: разделите на 1024³."),
+        (
+            in_bytes / 1e9,
+            "вы разделили на 10⁹ — это ГБ. Нужны ГиБ: делите на 1024³ = 1 073 741 824 "
+            "(разница около 7 %).",
+        ),
+        (in_bytes / 1024**2, "получились МиБ: делите на 1024³, а не на 1024²."),
+        (
+            weights_gib(param_count, 2),
+            "это веса в bfloat16 (2 байта на параметр). Во float32 каждый параметр "
+            "занимает 4 байта.",
+        ),
+        (
+            weights_gib(param_count, 8 * bytes_per_param),
+            "вы умножили на 32 — это биты. В байте 8 бит, поэтому float32 — 4 байта.",
+        ),
+        (
+            weights_gib(param_count, 1),
+            "забыт множитель: каждый параметр во float32 занимает 4 байта.",
+        ),
+        (
+            weights_gib(4e9, bytes_per_param),
+            "это для круглых 4 млрд параметров. Возьмите точное число параметров "
+            "пресета — GEMMA_4B_PARAMS.",
+        ),
+    )
+
+
+def _as_gib(value: Any) -> float:
+    """Ответ учащегося как число или русский вердикт о том, почему это не число."""
+    if value is Ellipsis:
+        raise LearnerProblem(
+            "значение ещё не заполнено: в weights_gib_float32 осталось «…».",
+            "Замените «…» выражением, которое считает память под веса в ГиБ.",
+        )
+    if value is None:
+        raise LearnerProblem("в weights_gib_float32 записано None, а нужно число ГиБ.")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = f"строка {value[:40]!r}" if isinstance(value, str) else type(value).__name__
+        raise LearnerProblem(
+            f"в weights_gib_float32 записано не число ({kind}).",
+            "Запишите само число ГиБ, без кавычек и единиц: форматировать будем при выводе.",
+        )
+    if not math.isfinite(value):
+        raise LearnerProblem("в weights_gib_float32 не конечное число (NaN или бесконечность).")
+    return float(value)
+
+
+def judge_weights_memory(
+    observation: Any, param_count: float = GEMMA_4B_PARAMS, bytes_per_param: float = 4
+) -> CheckResult:
+    """Вердикт: совпадает ли число с P · b / 1024³ (с точностью до 1 %)."""
+    got = _as_gib(revive(observation))
+    expected = weights_gib(param_count, bytes_per_param)
+    if math.isclose(got, expected, rel_tol=WEIGHTS_REL_TOL):
+        return passed(
+            WEIGHTS_TITLE,
+            f"верно: {plural(param_count, *PARAMETERS)} × "
+            f"{plural(bytes_per_param, 'байт', 'байта', 'байт')} / 1024³ ≈ {format_gib(expected)}.",
+        )
+    shown_expected, shown_got = format_pair(expected, got, format_gib)
+    details = [f"Ожидалось: {shown_expected}", f"Получено: {shown_got}"]
+    for wrong, hint in _weights_mistakes(param_count, bytes_per_param):
+        if math.isclose(got, wrong, rel_tol=WEIGHTS_REL_TOL):
+            details.append(f"Подсказка: {hint}")
+            break
+    return failed(WEIGHTS_TITLE, "ответ неверный.", *details)
