@@ -124,6 +124,18 @@ def test_hostile_html_costs_seconds_and_file_names_are_escaped(graded_class):
     assert EVIL_NAME not in autograded.read_text(encoding="utf-8")
 
 
+def test_no_check_is_judged_inside_the_sandbox(graded_class):
+    """Все проверки тетрадок — зонды или пропущены: в песочнице эталонов нет, и отказ
+    вердикта «здесь не выносится» в проверенной копии значил бы, что проверка выполнилась в ней.
+    """
+    copies = list((graded_class.work / "autograded").rglob("*.ipynb"))
+    assert len(copies) > 50
+    assert [path for path in copies if NO_VERDICT in path.read_text(encoding="utf-8")] == []
+
+
+NO_VERDICT = "вердикт здесь не выносится"
+
+
 def test_nothing_outside_the_sandbox_changed(graded_class):
     assert graded_class.before == graded_class.after
     assert (graded_class.work / "grades.csv").read_bytes() == graded_class.grades_after_run
