@@ -18,8 +18,8 @@ stamp = $(VENV)/.installed-$(subst $(comma),-,$(1))
 LAB_STAMP := $(call stamp,$(LAB_EXTRAS))
 STAMP := $(call stamp,$(EXTRAS))
 
-.PHONY: lab test lint unit nbval notebooks release check-notebooks grade feedback public sandbox \
-	bench gpu-check env browser clean
+.PHONY: lab test lint unit nbval notebooks release check-notebooks grade feedback export public \
+	sandbox bench gpu-check env browser clean
 
 # Ставит uv (версия — из дополнения dev в pyproject.toml), а он — пакет курса и свежий pip:
 # uv разрешает зависимости и пишет байт-код на всех ядрах. Байт-код нужен сразу: в песочнице
@@ -92,10 +92,12 @@ notebooks: $(STAMP)
 release: notebooks
 
 # make grade — всё из .course-work/submitted; make grade SUBMISSIONS=архив.zip (или папка) JOBS=4;
-# на рабочих Dask: make grade SCHEDULER=tcp://host:8786
+# на рабочих Dask: make grade SCHEDULER=tcp://host:8786; со списком учащихся (id,first_name,
+# last_name,email): make grade ROSTER=students.csv — он копируется в .course-work/students.csv,
+# и дальше берётся оттуда сам (docs/teaching.md).
 grade: $(STAMP) sandbox
 	$(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS)) \
-		$(if $(SCHEDULER),--scheduler $(SCHEDULER))
+		$(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(ROSTER),--roster "$(ROSTER)")
 
 # Секунды на работу при JOBS=1 и 2, ускорение, постоянная часть и время групп тестов.
 bench: $(STAMP) sandbox
@@ -104,6 +106,12 @@ bench: $(STAMP) sandbox
 # Отчёты для учащихся заново — после ручной проверки в formgrader (ничего не выполняет).
 feedback: $(STAMP)
 	$(BIN)/python -m feedback.teacher.reports
+
+# Оценки для Moodle: .course-work/export/moodle_grades.csv («Импорт оценок → CSV-файл»); с
+# ведомостью задания — её заполненная копия: make export WORKSHEET=ведомость.csv LAB=7.2
+export: $(STAMP)
+	$(BIN)/python -m feedback.teacher.export $(if $(WORKSHEET),--worksheet "$(WORKSHEET)") \
+		$(if $(LAB),--lab "$(LAB)")
 
 # Публичная копия для учащихся без solutions/ и тестов: make public DEST=../course7-public
 public: $(STAMP)

@@ -10,7 +10,14 @@
 4. Родительский процесс по одной записывает результаты в базу, кладёт проверенные
    тетрадки в ``autograded/`` и пишет отчёты для учащихся в ``feedback_reports/``.
 5. grades.csv, grades_by_task.csv, problems.csv, needs_review.csv (код, который
-   обращается к механизму проверки) и cases.csv (какие случаи вытянуты каждому).
+   обращается к механизму проверки) и cases.csv (какие случаи вытянуты каждому); строки
+   прежних запусков остаются, пока та же работа не оценена заново (архивы лабораторных
+   приходят по одному за семестр). changes.csv — чьи баллы изменились с прошлого запуска
+   и почему (scores.json — баллы прошлого запуска).
+
+Со списком учащихся (``students.csv``, ``make grade ROSTER=путь``) работы из архива LMS
+получают id из него (:mod:`feedback.teacher.roster`), а номера участников Moodle
+запоминаются в lms_ids.csv для ``make export``.
 
 Рабочая папка — .course-work/ или ``COURSE7_GRADING_DIR``. Код выхода 0 — оценивание
 завершено (даже если были проблемные работы), 2 — не так настроено само оценивание.
@@ -19,6 +26,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
 import json
 import os
@@ -30,7 +38,7 @@ from typing import Any
 
 import nbformat
 
-from feedback.teacher import gradebook, uploads
+from feedback.teacher import gradebook, roster, uploads
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.release import ROOT, lab_sources
 from feedback.teacher.reports import ReportWriter
@@ -45,7 +53,7 @@ from feedback.teacher.sandbox import (
     sandbox_warning,
 )
 from feedback.teacher.tables import write_csv
-from feedback.teacher.unit import unassessed
+from feedback.teacher.unit import rubrics, unassessed
 from feedback.teacher.uploads import Problem, Submission
 
 #: Лимиты по умолчанию: лабораторные на процессоре и GPU-лабораторные (крошечный режим).
@@ -73,6 +81,7 @@ class Run:
     allowed: dict[str, list[str]]
     secret: str
     problems: list[Problem] = field(default_factory=list)
+    matcher: roster.Matcher | None = None
     review: list[dict[str, Any]] = field(default_factory=list)
     cases: list[dict[str, Any]] = field(default_factory=list)
     timings: list[dict[str, Any]] = field(default_factory=list)
@@ -127,8 +136,8 @@ def limits_for(release: nbformat.NotebookNode, env: dict[str, str] | None = None
     return Limits(**{**limits.__dict__, **changes})
 
 
-def prepare(work: Path, jobs: int | None = None) -> Run:
-    """Рабочая папка, режим песочницы, лабораторные в базе, секрет случаев."""
+def prepare(work: Path, jobs: int | None = None, roster_file: Path | None = None) -> Run:
+    """Рабочая папка, режим песочницы, лабораторные и список учащихся в базе, секрет случаев."""
     work.mkdir(parents=True, exist_ok=True)
     try:
         mode = sandbox_mode()
@@ -141,8 +150,17 @@ def prepare(work: Path, jobs: int | None = None) -> Run:
         releases = gradebook.register(work)
     except RuntimeError as error:
         raise SetupError(str(error)) from None
+    try:
+        people = roster.prepare_roster(work, roster_file)
+        matcher = roster.Matcher.from_work(work, people, releases)
+    except roster.RosterError as error:
+        raise SetupError(str(error)) from None
+    if people is not None:
+        gradebook.import_students(work, [person.fields for person in people.people.values()])
     jobs = jobs or int(os.environ.get("JOBS") or 0) or os.cpu_count() or 1
-    return Run(work, mode, max(1, jobs), releases, _allowed(releases), _secret(work))
+    run = Run(work, mode, max(1, jobs), releases, _allowed(releases), _secret(work))
+    run.matcher = matcher
+    return run
 
 
 # --------------------------------------------------------------------------- сбор
@@ -160,7 +178,7 @@ def collect(source: Path, run: Run) -> list[Submission]:
     else:
         raise SetupError(f"Не найдены работы: {source} — нужна папка или архив .zip.")
     release_json = {lab: json.loads(nbformat.writes(nb)) for lab, nb in run.releases.items()}
-    submissions, routed = uploads.route(found, release_json)
+    submissions, routed = uploads.route(found, release_json, getattr(run, "matcher", None))
     run.problems += problems + routed
     return submissions
 
@@ -183,6 +201,8 @@ def job_for(run: Run, submission: Submission, cache: Path | None) -> dict[str, A
         "file": submission.file,
         "release": json.loads(nbformat.writes(release)),
         "upload": submission.notebook,
+        # Критерии письменных ответов — из solutions/: formgrader покажет их рядом с ответами.
+        "rubrics": rubrics(ROOT / "solutions" / submission.lab / f"{submission.lab}.ipynb"),
         "notes": submission.notes,
         "allowed": run.allowed.get(submission.lab, []),
         "seed": seed,
@@ -293,39 +313,212 @@ def _merge_safely(run: Run, result: dict[str, Any], reports: ReportWriter) -> No
         )
 
 
+def _natural(row: list[Any]) -> list[tuple[int, Any]]:
+    """Ключ сортировки строк, прочитанных из CSV и посчитанных сейчас: числа — как числа."""
+    key = []
+    for cell in row:
+        text = "" if cell is None else str(cell)
+        key.append((0, int(text)) if text.isdigit() else (1, text))
+    return key
+
+
+def _with_earlier(path: Path, header: list[str], rows: list[list[Any]], run: Run) -> list:
+    """Строки этого запуска и строки прежних запусков о работах, которые сейчас не оценивались.
+
+    Архивы лабораторных приходят по одному: таблица после архива 7.4 не теряет строк 7.2.
+    Строка прежнего запуска уходит, если эта работа (учащийся, лабораторная) оценена сейчас;
+    строка без учащегося («?») — если сейчас оценивалась её лабораторная; без лабораторной —
+    всегда.
+    """
+    if not path.is_file():
+        return rows
+    with open(path, newline="", encoding="utf-8") as fh:
+        earlier = list(csv.reader(fh))
+    if not earlier or earlier[0] != header:
+        return rows
+    touched = {(t["student_id"], t["lab"]) for t in getattr(run, "timings", [])}
+    touched |= {(p.student, p.lab) for p in run.problems}
+    labs = {lab for _, lab in touched}
+    kept = [
+        row
+        for row in earlier[1:]
+        if len(row) == len(header)
+        and row[1] != "?"
+        and (row[0], row[1]) not in touched
+        and not (row[0] == "?" and row[1] in labs)
+    ]
+    return sorted(rows + kept, key=_natural) if kept else rows
+
+
 def write_tables(run: Run) -> None:
     """problems.csv, needs_review.csv, cases.csv, timings.csv и выгрузка оценок."""
     gradebook.export(run.work)
+    tables = []
     problems = sorted(run.problems, key=lambda p: (p.student, p.lab, p.file, p.problem))
-    write_csv(
-        run.work / "problems.csv",
-        ["student_id", "lab", "file", "problem"],
-        [[p.student, p.lab, p.file, p.problem] for p in problems],
+    tables.append(
+        (
+            "problems.csv",
+            ["student_id", "lab", "file", "problem"],
+            [[p.student, p.lab, p.file, p.problem] for p in problems],
+        )
     )
     review = sorted(run.review, key=lambda r: (r["student_id"], r["lab"], r["cell"], r["line"]))
-    write_csv(
-        run.work / "needs_review.csv",
-        ["student_id", "lab", "cell", "line", "code", "reason"],
-        [[r["student_id"], r["lab"], r["cell"], r["line"], r["code"], r["reason"]] for r in review],
+    tables.append(
+        (
+            "needs_review.csv",
+            ["student_id", "lab", "cell", "line", "code", "reason"],
+            [
+                [r["student_id"], r["lab"], r["cell"], r["line"], r["code"], r["reason"]]
+                for r in review
+            ],
+        )
     )
     cases = sorted(run.cases, key=lambda c: (c["student_id"], c["lab"], c["grade_id"]))
-    write_csv(
-        run.work / "cases.csv",
-        ["student_id", "lab", "grade_id", "params"],
-        [
-            [c["student_id"], c["lab"], c["grade_id"], json.dumps(c["params"], ensure_ascii=False)]
-            for c in cases
-        ],
+    tables.append(
+        (
+            "cases.csv",
+            ["student_id", "lab", "grade_id", "params"],
+            [
+                [
+                    c["student_id"],
+                    c["lab"],
+                    c["grade_id"],
+                    json.dumps(c["params"], ensure_ascii=False),
+                ]
+                for c in cases
+            ],
+        )
     )
     timings = sorted(run.timings, key=lambda t: (t["student_id"], t["lab"]))
-    write_csv(
-        run.work / "timings.csv",
-        ["student_id", "lab", "seconds"],
-        [
-            [t["student_id"], t["lab"], f"{t['seconds']:.1f}" if t["seconds"] else ""]
-            for t in timings
-        ],
+    tables.append(
+        (
+            "timings.csv",
+            ["student_id", "lab", "seconds"],
+            [
+                [t["student_id"], t["lab"], f"{t['seconds']:.1f}" if t["seconds"] else ""]
+                for t in timings
+            ],
+        )
     )
+    for name, header, rows in tables:
+        path = run.work / name
+        write_csv(path, header, _with_earlier(path, header, rows, run))
+
+
+# --------------------------------------------------------------------------- что изменилось
+
+#: Баллы прошлого запуска по заданиям и отпечатки оценённых работ (для changes.csv).
+SCORES = "scores.json"
+CHANGES_HEADER = ["student_id", "lab", "task", "old_points", "new_points", "why"]
+
+
+@dataclass
+class Graded:
+    """Работа в снимке баллов: отпечаток сданного файла и баллы по заданиям."""
+
+    upload: str | None
+    tasks: dict[str, gradebook.TaskScore]
+
+
+def upload_fingerprint(notebook: Any) -> str:
+    """Отпечаток сданной тетрадки: тот же файл, скачанный заново, даёт тот же отпечаток."""
+    text = json.dumps(notebook, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def load_scores(work: Path) -> dict[tuple[str, str], Graded] | None:
+    """Снимок баллов прошлого запуска (scores.json) или ``None``, если его нет."""
+    path = work / SCORES
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {
+        (item["student"], item["lab"]): Graded(
+            item.get("upload"),
+            {name: gradebook.TaskScore(*task) for name, task in item["tasks"].items()},
+        )
+        for item in data.get("works", [])
+    }
+
+
+def current_scores(
+    work: Path, uploads_now: dict[tuple[str, str], str], earlier: dict | None = None
+) -> dict[tuple[str, str], Graded]:
+    """Баллы из базы сейчас; отпечаток — этого запуска или, если работа не оценивалась, прежний."""
+    earlier = earlier or {}
+    found = {}
+    for key, result in gradebook.results(work).items():
+        upload = uploads_now.get(key) or (earlier[key].upload if key in earlier else None)
+        found[key] = Graded(upload, result.tasks)
+    return found
+
+
+def save_scores(work: Path, scores: dict[tuple[str, str], Graded]) -> None:
+    works = [
+        {
+            "student": student,
+            "lab": lab,
+            "upload": graded.upload,
+            "tasks": {
+                name: [task.auto, task.manual, task.max, task.needs_manual]
+                for name, task in sorted(graded.tasks.items())
+            },
+        }
+        for (student, lab), graded in sorted(scores.items())
+    ]
+    (work / SCORES).write_text(json.dumps({"works": works}, ensure_ascii=False, indent=1))
+
+
+def _points(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def changes(
+    before: dict[tuple[str, str], Graded],
+    after: dict[tuple[str, str], Graded],
+    graded_now: set[tuple[str, str]],
+) -> list[list[str]]:
+    """Строки changes.csv: задание, прежние и новые баллы и почему они изменились.
+
+    Почему: «ручная оценка» — в formgrader поставили или изменили оценку; «новая работа» —
+    работа оценена заново и файл другой; «изменилась проверка» — файл тот же, а баллы
+    другие (исправлена проверка, рубрика или баллы задания). Работы, оценённые впервые, сюда
+    не попадают: менять было нечего. Пустые баллы — ждёт ручной проверки (или задания не было).
+    """
+    rows = []
+    for key, now in sorted(after.items()):
+        earlier = before.get(key)
+        if earlier is None:
+            continue
+        for task in sorted(set(earlier.tasks) | set(now.tasks)):
+            old, new = earlier.tasks.get(task), now.tasks.get(task)
+            old_score = old.score if old else None
+            new_score = new.score if new else None
+            if old_score == new_score and (old is None) == (new is None):
+                continue
+            why = []
+            if (old.manual if old else None) != (new.manual if new else None):
+                why.append("ручная оценка")
+            automatic = (old.auto, old.needs_manual) if old else None
+            if key in graded_now and automatic != ((new.auto, new.needs_manual) if new else None):
+                if earlier.upload is None or now.upload is None:
+                    why.append("оценено заново (прежний файл не записан)")
+                elif earlier.upload != now.upload:
+                    why.append("новая работа")
+                else:
+                    why.append("изменилась проверка")
+            rows.append(
+                [
+                    key[0],
+                    key[1],
+                    task,
+                    _points(old_score),
+                    _points(new_score),
+                    "; ".join(why) or "изменилась проверка",
+                ]
+            )
+    return rows
 
 
 # --------------------------------------------------------------------------- всё вместе
@@ -347,15 +540,25 @@ def _unassessed(run: Run, problems: list[Problem], graded: set[tuple[str, str]])
 
 
 def grade(
-    submissions: Path | None = None, jobs: int | None = None, scheduler: str | None = None
+    submissions: Path | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    roster_file: Path | None = None,
 ) -> Path:
     """Весь цикл оценивания; возвращает путь к grades.csv.
 
     ``scheduler`` — адрес планировщика Dask: тогда работы выполняются на его рабочих.
+    ``roster_file`` — список учащихся (копируется в рабочую папку как students.csv; без
+    него берётся тот, что уже там).
     """
     work = work_dir()
-    run = prepare(work, jobs)
+    run = prepare(work, jobs, roster_file)
+    before = load_scores(work)
+    if before is None:  # первый запуск (или снимка ещё не было): что уже есть в базе
+        before = current_scores(work, {})
     found = collect(submissions or work / "submitted", run)
+    if run.matcher is not None:
+        roster.save_participants(work, run.matcher.seen)
     collection_problems = list(run.problems)
     cache = work / "cache"
     jobs_list = [job_for(run, s, None if scheduler else cache) for s in found]
@@ -377,9 +580,14 @@ def grade(
     else:
         run_local(jobs_list, run.jobs, on_result)
     graded = {(s.student, s.lab) for s in found}
+    uploads_now = {(s.student, s.lab): upload_fingerprint(s.notebook) for s in found}
     for result in _unassessed(run, collection_problems, graded):
         _merge_safely(run, result, reports)
+        uploads_now[(result["student"], result["lab"])] = upload_fingerprint(result["problems"])
     write_tables(run)
+    after = current_scores(work, uploads_now, before)
+    write_csv(work / "changes.csv", CHANGES_HEADER, changes(before, after, set(uploads_now)))
+    save_scores(work, after)
     return work / "grades.csv"
 
 
@@ -407,13 +615,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, default=None, help="сколько работ оценивать сразу")
     parser.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="список учащихся students.csv (id,first_name,last_name,email); по умолчанию — "
+        "students.csv в рабочей папке, если он есть",
+    )
+    parser.add_argument(
         "--scheduler",
         default=os.environ.get("SCHEDULER") or None,
         help="адрес планировщика Dask (tcp://host:8786): работы выполняются на его рабочих",
     )
     args = parser.parse_args(argv)
     try:
-        grades = grade(args.submissions, args.jobs, args.scheduler)
+        grades = grade(args.submissions, args.jobs, args.scheduler, args.roster)
     except SetupError as error:
         print(f"Оценивание не началось: {error}", file=sys.stderr)
         return 2
@@ -423,6 +638,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Проблемные работы: {work / 'problems.csv'}")
     print(f"Посмотреть вручную: {work / 'needs_review.csv'}")
     print(f"Отчёты для учащихся: {work / 'feedback_reports'}")
+    print(f"Что изменилось с прошлого запуска: {work / 'changes.csv'}")
     return 0
 
 

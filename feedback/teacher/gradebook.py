@@ -11,14 +11,14 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
 import json
 import os
 import shutil
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,8 @@ def _scripts_on_path() -> Iterator[None]:
 def _open(work: Path) -> Any:
     from nbgrader.api import Gradebook
 
-    return Gradebook(f"sqlite:///{work / 'gradebook.db'}", "course7")
+    with _scripts_on_path():  # новую базу nbgrader помечает версией из alembic
+        return Gradebook(f"sqlite:///{work / 'gradebook.db'}", "course7")
 
 
 def record(work: Path, result: dict[str, Any]) -> Path:
@@ -105,11 +106,12 @@ def record(work: Path, result: dict[str, Any]) -> Path:
     nbformat.write(notebook, path)
     flagged = bool(result.get("review"))
     tests = result.get("tests", {})
+    timestamp = _submitted_timestamp(work, student, lab)
     with _open(work) as gb, warnings.catch_warnings():
         # nbgrader создаёт ячейки работы через автосброс сессии SQLAlchemy и ворчит об этом.
         warnings.simplefilter("ignore", category=Warning)
         gb.update_or_create_student(student)
-        gb.update_or_create_submission(lab, student)
+        gb.update_or_create_submission(lab, student, timestamp=timestamp)
         for cell in notebook.cells:
             grading = cell.metadata.get("nbgrader", {})
             grade_id = grading.get("grade_id")
@@ -134,37 +136,209 @@ def record(work: Path, result: dict[str, Any]) -> Path:
     return path
 
 
-def _sort_rows(path: Path) -> None:
-    with open(path, newline="", encoding="utf-8") as fh:
-        header, *rows = list(csv.reader(fh))
-    write_csv(path, header, sorted(rows))
+def _submitted_timestamp(work: Path, student: str, lab: str) -> Any:
+    """Папка работы в submitted/ для formgrader и время сдачи из её timestamp.txt, если он есть.
+
+    formgrader считает работы лабораторной («Submissions») по папкам
+    ``submitted/<учащийся>/<лаб>/`` (``NbGraderAPI.get_submitted_students``), а работы из
+    архива LMS или другой папки туда не попадали — в списке было «0». Папка остаётся пустой:
+    ``make grade`` без аргументов оценивает submitted/ и лишних тетрадок в ней не найдёт.
+    Работа считается проверенной, только если время сдачи в базе совпадает с timestamp.txt
+    (``get_autograded_students``), поэтому оно и переносится в базу, как у ``nbgrader autograde``.
+    """
+    from nbgrader.utils import parse_utc
+
+    folder = work / "submitted" / student / lab
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        text = (folder / "timestamp.txt").read_text(encoding="utf-8").strip()
+        return parse_utc(text) if text else None
+    except (OSError, ValueError):
+        return None
 
 
-def export(work: Path) -> tuple[Path, Path]:
-    """grades.csv (экспорт nbgrader) и grades_by_task.csv (баллы по каждому заданию)."""
-    from nbgrader.plugins import CsvExportPlugin
+def import_students(work: Path, people: Iterable[Mapping[str, str]]) -> int:
+    """Список учащихся → база оценок, как ``nbgrader db student import``.
 
-    grades = work / "grades.csv"
+    Та же логика, что у ``DbGenericImportApp`` nbgrader: берутся только столбцы таблицы
+    студентов (id, first_name, last_name, email, lms_user_id), пустая ячейка — ``None``,
+    запись создаёт или обновляет ``Gradebook.update_or_create_student``. Работы и оценки
+    учащегося не трогаются.
+    """
+    from nbgrader.api import Student
+
+    columns = set(Student.__table__.c.keys())
+    count = 0
     with _open(work) as gb:
-        CsvExportPlugin(to=str(grades)).export(gb)
-    _sort_rows(grades)  # порядок строк не зависит от того, какая работа оценилась первой
-    by_task = work / "grades_by_task.csv"
-    rows = []
+        for fields in people:
+            instance = {key: value or None for key, value in fields.items() if key in columns}
+            person = instance.pop("id")
+            gb.update_or_create_student(person, **instance)
+            count += 1
+    return count
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    """Баллы одного задания работы из базы."""
+
+    auto: float | None
+    manual: float | None
+    max: float
+    needs_manual: bool
+
+    @property
+    def pending(self) -> bool:
+        """Ждёт ручной проверки: nbgrader просит её, а оценки вручную ещё нет."""
+        return self.needs_manual and self.manual is None
+
+    @property
+    def score(self) -> float | None:
+        """Итог задания (ручная оценка важнее автоматической); ``None`` — ждёт проверки."""
+        if self.pending:
+            return None
+        if self.manual is not None:
+            return self.manual
+        return self.auto or 0.0
+
+
+@dataclass
+class LabResult:
+    """Сданная работа одной лабораторной: баллы по заданиям и итог, как его считает nbgrader."""
+
+    student: str
+    lab: str
+    tasks: dict[str, TaskScore]
+    raw_score: float
+    penalty: float
+    max_score: float
+    timestamp: Any = None
+    duedate: Any = None
+
+    @property
+    def score(self) -> float:
+        return max(0.0, self.raw_score - self.penalty)
+
+    @property
+    def pending_points(self) -> float:
+        """Сколько баллов ещё выставляется вручную (0 — работа проверена целиком)."""
+        return sum((task.max for task in self.tasks.values() if task.pending), 0.0)
+
+
+def results(work: Path) -> dict[tuple[str, str], LabResult]:
+    """Все сданные работы из базы: (id учащегося, лабораторная) → :class:`LabResult`.
+
+    Только то, что сдано: учащийся, не сдавший лабораторную, здесь не появляется.
+    """
+    found = {}
     with _open(work) as gb:
         for assignment in gb.assignments:
             for submission in gb.assignment_submissions(assignment.name):
+                tasks = {}
                 for notebook in submission.notebooks:
                     for grade in notebook.grades:
-                        rows.append(
-                            [
-                                submission.student.id,
-                                assignment.name,
-                                grade.name,
-                                "" if grade.auto_score is None else grade.auto_score,
-                                grade.max_score,
-                            ]
+                        tasks[grade.name] = TaskScore(
+                            grade.auto_score,
+                            grade.manual_score,
+                            float(grade.max_score or 0),
+                            bool(grade.needs_manual_grade),
                         )
-    header = ["student_id", "assignment", "grade_id", "auto_score", "max_score"]
-    write_csv(by_task, header, rows)
-    _sort_rows(by_task)
+                student = submission.student.id
+                found[(student, assignment.name)] = LabResult(
+                    student,
+                    assignment.name,
+                    tasks,
+                    float(submission.score or 0),
+                    float(submission.late_submission_penalty or 0),
+                    float(assignment.max_score or 0),
+                    submission.timestamp,
+                    assignment.duedate,
+                )
+    return found
+
+
+#: Столбцы grades.csv: как у экспорта nbgrader (``nbgrader export``) и ещё один — сколько
+#: баллов ждёт ручной проверки.
+GRADES_HEADER = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+    "pending_manual_points",
+]
+BY_TASK_HEADER = [
+    "student_id",
+    "assignment",
+    "grade_id",
+    "auto_score",
+    "max_score",
+    "manual_score",
+    "score",
+]
+
+
+def students(work: Path) -> dict[str, tuple[str | None, str | None, str | None]]:
+    """Учащиеся в базе: id → (фамилия, имя, почта)."""
+    with _open(work) as gb:
+        return {s.id: (s.last_name, s.first_name, s.email) for s in gb.students}
+
+
+def _blank(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def export(work: Path) -> tuple[Path, Path]:
+    """grades.csv (итог работы) и grades_by_task.csv (баллы по каждому заданию).
+
+    Столбцы grades.csv — те же, что у экспорта nbgrader, но строка есть только у сданной
+    работы: экспорт nbgrader пишет 0 за каждую несданную лабораторную каждого учащегося, а
+    0 — не «не сдал». ``score`` — баллы, выставленные на сейчас, ``pending_manual_points`` —
+    сколько баллов ещё ждёт ручной проверки. В grades_by_task.csv ``score`` пуст, пока
+    задание ждёт ручной проверки. Всё пишет :func:`write_csv` (имена из списка учащихся — тоже).
+    """
+    found = results(work)
+    people = students(work)
+    grades = work / "grades.csv"
+    rows = []
+    for (student, lab), result in sorted(found.items(), key=lambda item: (item[0][1], item[0][0])):
+        last, first, email = people.get(student, (None, None, None))
+        rows.append(
+            [
+                lab,
+                _blank(result.duedate),
+                _blank(result.timestamp),
+                student,
+                _blank(last),
+                _blank(first),
+                _blank(email),
+                result.raw_score,
+                result.penalty,
+                result.score,
+                result.max_score,
+                result.pending_points,
+            ]
+        )
+    write_csv(grades, GRADES_HEADER, rows)
+    by_task = work / "grades_by_task.csv"
+    rows = [
+        [
+            student,
+            lab,
+            grade_id,
+            _blank(task.auto),
+            task.max,
+            _blank(task.manual),
+            _blank(task.score),
+        ]
+        for (student, lab), result in sorted(found.items())
+        for grade_id, task in sorted(result.tasks.items())
+    ]
+    write_csv(by_task, BY_TASK_HEADER, rows)
     return grades, by_task

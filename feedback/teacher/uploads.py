@@ -8,7 +8,8 @@
 
 Кто сдал: в архиве LMS — папка учащегося целиком (``Иванов Иван_123_assignsubmission_file_/``)
 или, если папок нет, начало имени файла до названия лабораторной
-(``ivanov_1234_lab_7_2_training_flops.ipynb`` → ``ivanov_1234``). Какая лабораторная:
+(``ivanov_1234_lab_7_2_training_flops.ipynb`` → ``ivanov_1234``); со списком учащихся
+имя папки сопоставляется с ним (:mod:`feedback.teacher.roster`). Какая лабораторная:
 по ``grade_id`` ячеек, а если разметки нет — по совпадающему тексту ячеек; имя
 файла — лишь подсказка. Имена папок и файлов приводятся к NFC: «Й» одной буквой и «И»
 с надстрочным знаком — один и тот же учащийся.
@@ -30,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from feedback.formatting import plural
 from feedback.teacher.assemble import normalize
@@ -293,16 +294,29 @@ def _strip_wrappers(uploads: list[Upload], labs: Iterable[str]) -> None:
             upload.parts = upload.parts[1:]
 
 
-def owner(upload: Upload, labs: Iterable[str]) -> str | None:
-    """Чья это работа: папка первого уровня целиком или начало имени файла до лабораторной."""
+#: Начало имени файла из архива Moodle без папок: ``Иванов Иван_123_assignsubmission_file_``.
+_MOODLE_PREFIX = re.compile(r"^.+?_\d+_assignsubmission_[A-Za-z0-9]+_")
+
+
+def owner_name(upload: Upload, labs: Iterable[str]) -> str | None:
+    """Владелец, как он написан: папка первого уровня, префикс Moodle или начало имени файла."""
     if len(upload.parts) >= 2:
-        return student_id(upload.parts[0]) or None
+        return clean_name(upload.parts[0])
     stem = upload.parts[0][: -len(".ipynb")]
+    moodle = _MOODLE_PREFIX.match(stem)
+    if moodle:
+        return moodle[0]
     for lab in sorted(labs, key=len, reverse=True):
         position = stem.find(lab)
         if position > 0:
-            return student_id(stem[:position]) or None
+            return stem[:position]
     return None
+
+
+def owner(upload: Upload, labs: Iterable[str]) -> str | None:
+    """Чья это работа без списка учащихся: :func:`owner_name`, приведённое к id."""
+    name = owner_name(upload, labs)
+    return (student_id(name) or None) if name is not None else None
 
 
 # --------------------------------------------------------------------------- что сдал
@@ -466,18 +480,42 @@ def _hint(upload: Upload, labs: Iterable[str]) -> str | None:
     return None
 
 
+class Identifies(Protocol):
+    """Кто сдал, по владельцу и лабораторной (:class:`feedback.teacher.roster.Matcher`)."""
+
+    def identify(self, text: str, lab: str | None) -> Any: ...
+
+
+def _joined(problem: str, other: str | None) -> str:
+    return f"{problem}; {other}" if other else problem
+
+
 def route(
-    uploads: list[Upload], releases: Mapping[str, Mapping[str, Any]]
+    uploads: list[Upload],
+    releases: Mapping[str, Mapping[str, Any]],
+    matcher: Identifies | None = None,
 ) -> tuple[list[Submission], list[Problem]]:
-    """Работы для оценивания и проблемы: чьи, какой лабораторной, одна ли на лабораторную."""
+    """Работы для оценивания и проблемы: чьи, какой лабораторной, одна ли на лабораторную.
+
+    ``matcher`` (список учащихся, :mod:`feedback.teacher.roster`) решает, чья работа, когда
+    лабораторная уже известна; не нашёл — строка проблем с id «?», и работа не оценивается.
+    Без него id — имя папки (:func:`owner`).
+    """
     labs = list(releases)
     _strip_wrappers(uploads, labs)
     problems: list[Problem] = []
     found: dict[tuple[str, str], list[Submission]] = defaultdict(list)
+
+    def whose(name: str, lab: str | None) -> tuple[str | None, str | None]:
+        if matcher is None:
+            return student_id(name) or None, None
+        match = matcher.identify(name, lab)
+        return match.student, match.problem
+
     for upload in uploads:
-        student = owner(upload, labs)
+        name = owner_name(upload, labs)
         hint = _hint(upload, labs)
-        if student is None:
+        if name is None or (matcher is None and owner(upload, labs) is None):
             problems.append(
                 Problem("?", hint or "?", upload.path, "не удалось понять, чья это работа")
             )
@@ -486,14 +524,26 @@ def route(
         try:
             nb = read_notebook(upload.data, notes)
         except UnreadableUpload as error:
-            problems.append(Problem(student, hint or "?", upload.path, str(error)))
+            student, unknown = whose(name, hint)
+            problems.append(
+                Problem(student or "?", hint or "?", upload.path, _joined(str(error), unknown))
+            )
             continue
         lab = identify_lab(nb, releases, hint)
+        student, unknown = whose(name, lab or hint)
         if lab is None:
             problems.append(
                 Problem(
-                    student, hint or "?", upload.path, "не удалось понять, какая это лабораторная"
+                    student or "?",
+                    hint or "?",
+                    upload.path,
+                    _joined("не удалось понять, какая это лабораторная", unknown),
                 )
+            )
+            continue
+        if student is None:
+            problems.append(
+                Problem("?", lab, upload.path, unknown or "не удалось понять, чья это работа")
             )
             continue
         if hint and hint != lab:

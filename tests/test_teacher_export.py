@@ -1,0 +1,531 @@
+"""Оценки для LMS: grades.csv, moodle_grades.csv, ведомость Moodle, changes.csv.
+
+База оценок здесь строится через API nbgrader из выпуска notebooks/ (без песочницы и
+``generate_assignment``), а результаты работ записывает настоящий ``gradebook.record``.
+Один медленный тест в конце проходит весь путь: архивы Moodle двух лабораторных →
+``make grade`` → ручная оценка → ``make feedback`` → ``make export`` → повторное оценивание.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import shutil
+import time
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from feedback.teacher import export, gradebook, reports, roster
+from feedback.teacher import grade as grading
+from feedback.teacher.export import fill_worksheet, join_records, moodle_grades, parse_records
+from feedback.teacher.grade import Graded, changes
+from feedback.teacher.gradebook import TaskScore
+
+from notebook_runner import ROOT
+from submissions import load, submission
+
+LAB2, LAB4 = "lab_7_2_training_flops", "lab_7_4_gpu_memory"
+TITLE2 = "Лабораторная 7.2. Оцените FLOPs обучения"
+RELEASES = {path.parent.name: load(path) for path in sorted((ROOT / "notebooks").glob("*/*.ipynb"))}
+
+ROSTER = (
+    "id,first_name,last_name,email\n"
+    "ivanov,Иван,Иванов,ivanov@example.org\n"
+    'petrova,"=HYPERLINK(""x"")","Петрова, Анна ""Аня""",petrova@example.org\n'
+    "alekseev,Пётр,Алексеев,\n"
+)
+
+
+def register(work: Path) -> None:
+    """Лабораторные в базе, как после generate_assignment: задания, ячейки с баллами."""
+    with gradebook._open(work) as gb:
+        for lab, nb in RELEASES.items():
+            gb.update_or_create_assignment(lab)
+            gb.update_or_create_notebook(lab, lab)
+            for cell in nb["cells"]:
+                grading_ = cell["metadata"].get("nbgrader", {})
+                if grading_.get("grade"):
+                    gb.update_or_create_grade_cell(
+                        grading_["grade_id"],
+                        lab,
+                        lab,
+                        max_score=grading_["points"],
+                        cell_type=cell["cell_type"],
+                    )
+                if grading_.get("solution"):
+                    gb.update_or_create_solution_cell(grading_["grade_id"], lab, lab)
+
+
+def result(student: str, lab: str, scores=None, answers=()) -> dict:
+    """Результат единицы: проверки — полные баллы (или ``scores``), ответы — в ``answers``."""
+    nb = copy.deepcopy(RELEASES[lab])
+    tests = {}
+    for cell in nb["cells"]:
+        grading_ = cell["metadata"].get("nbgrader", {})
+        if grading_.get("grade_id") in answers:
+            cell["source"] = "Мой ответ на вопрос."
+        if grading_.get("grade") and not grading_.get("solution"):
+            points = grading_["points"]
+            score = (scores or {}).get(grading_["grade_id"], points)
+            tests[grading_["grade_id"]] = {"score": score, "points": points}
+    return {"student": student, "lab": lab, "file": "", "autograded": nb, "tests": tests}
+
+
+def set_manual(work: Path, student: str, lab: str, grade_id: str, score: float) -> None:
+    """Как formgrader: ручная оценка, и задание больше не ждёт проверки."""
+    with gradebook._open(work) as gb:
+        found = gb.find_grade(grade_id, lab, lab, student)
+        found.manual_score = score
+        found.needs_manual_grade = False
+        gb.db.commit()
+
+
+@pytest.fixture(scope="module")
+def registered(tmp_path_factory) -> Path:
+    """База с лабораторными — одна на модуль: новую базу nbgrader создаёт секунды (alembic)."""
+    folder = tmp_path_factory.mktemp("registered")
+    register(folder)
+    return folder / "gradebook.db"
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch, registered):
+    """Класс: Иванов сдал 7.2 (ответ ждёт проверки) и 7.4, Петрова — 7.2, Алексеев — ничего."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
+    shutil.copyfile(registered, work / "gradebook.db")
+    (work / roster.ROSTER).write_text(ROSTER, encoding="utf-8")
+    people = roster.load_roster(work / roster.ROSTER)
+    gradebook.import_students(work, [p.fields for p in people.people.values()])
+    gradebook.record(work, result("ivanov", LAB2, answers={"reflection_scaling"}))
+    gradebook.record(work, result("petrova", LAB2, {"check_final_results": 0.5}))
+    gradebook.record(work, result("ivanov", LAB4))
+    roster.save_participants(
+        work, {("ivanov", LAB2): "101", ("petrova", LAB2): "102", ("ivanov", LAB4): "205"}
+    )
+    return work
+
+
+def rows_of(path: Path) -> list[list[str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.reader(fh))
+
+
+# --------------------------------------------------------------------------- grades.csv
+
+
+def test_grades_csv_has_rows_only_for_submitted_works_and_parses_back(work):
+    grades, by_task = gradebook.export(work)
+    header, *rows = rows_of(grades)
+    assert header == gradebook.GRADES_HEADER
+    assert all(len(row) == len(header) for row in rows)
+    found = {(r[0], r[3]): dict(zip(header, r, strict=True)) for r in rows}
+    assert set(found) == {(LAB2, "ivanov"), (LAB2, "petrova"), (LAB4, "ivanov")}  # ни одного 0
+    petrova = found[(LAB2, "petrova")]
+    assert petrova["last_name"] == 'Петрова, Анна "Аня"'  # запятая и кавычки — в одной ячейке
+    assert petrova["first_name"] == '\'=HYPERLINK("x")'  # не формула
+    assert (petrova["score"], petrova["max_score"], petrova["pending_manual_points"]) == (
+        "2.5",
+        "6.0",
+        "0.0",
+    )
+    ivanov = found[(LAB2, "ivanov")]
+    assert (ivanov["score"], ivanov["pending_manual_points"]) == ("4.0", "1.0")
+    task_header, *tasks = rows_of(by_task)
+    scores = {(r[0], r[1], r[2]): dict(zip(task_header, r, strict=True)) for r in tasks}
+    pending = scores[("ivanov", LAB2, "reflection_scaling")]
+    assert (pending["auto_score"], pending["manual_score"], pending["score"]) == ("", "", "")
+    assert scores[("ivanov", LAB2, "reflection_backward")]["score"] == "0.0"  # не тронут
+
+
+def test_make_feedback_refreshes_grades_after_manual_grading(work, capsys):
+    gradebook.export(work)
+    set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
+    assert reports.main() == 0
+    rows = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
+    assert rows[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0"]
+    assert (work / "feedback_reports" / "ivanov" / LAB2 / f"{LAB2}.html").is_file()
+    assert "Оценки обновлены" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- moodle_grades.csv
+
+
+def test_moodle_grades_is_empty_not_zero_where_nothing_is_final(work):
+    target, strangers = moodle_grades(work)
+    assert strangers == []
+    data = target.read_bytes()
+    assert data.startswith(b"email,id,first_name,last_name,")  # UTF-8 без BOM
+    header, *rows = rows_of(target)
+    titles = export.lab_titles()
+    assert header[4:6] == [
+        titles["lab_7_1_compare_models"],
+        f"{titles['lab_7_1_compare_models']} — отзыв",
+    ]
+    assert len(header) == 4 + 2 * len(titles)
+    table = {row[1]: dict(zip(header, row, strict=True)) for row in rows}
+    assert [row[1] for row in rows] == ["ivanov", "petrova", "alekseev"]  # порядок списка
+    assert table["petrova"][TITLE2] == "2.5"  # десятичная точка
+    assert table["petrova"][f"{TITLE2} — отзыв"] == (
+        f"{TITLE2}: 2,5 балла из 6. Подробный отчёт — файл {LAB2}.html."
+    )
+    assert table["ivanov"][TITLE2] == ""  # ждёт ручной проверки
+    assert (
+        "ждёт ручной проверки — ещё 1 балл из 6; пока 4 балла"
+        in table["ivanov"][f"{TITLE2} — отзыв"]
+    )
+    assert table["ivanov"]["Лабораторная 7.4. Оцените память GPU"] == "10"
+    assert all(table["alekseev"][title] == "" for title in titles.values())  # не сдавал
+    assert table["petrova"]["first_name"] == '\'=HYPERLINK("x")'
+    set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
+    moodle_grades(work)
+    table = {row[1]: dict(zip(header, row, strict=True)) for row in rows_of(target)[1:]}
+    assert table["ivanov"][TITLE2] == "5"
+
+
+def test_export_command_writes_everything_and_names_strangers(work, capsys):
+    gradebook.record(work, result("old_folder_id", LAB2))
+    assert export.main([]) == 0
+    out = capsys.readouterr().out
+    assert "old_folder_id" in out and "moodle_grades.csv" in out
+    assert (work / "export" / "moodle_grades.csv").is_file() and (work / "grades.csv").is_file()
+
+
+def test_export_without_a_gradebook_or_with_a_wrong_worksheet_is_exit_2(tmp_path, work, capsys):
+    (tmp_path / "sheet.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    assert export.main(["--worksheet", str(tmp_path / "sheet.csv"), "--lab", "7.2"]) == 2
+    assert "это не ведомость оценок задания Moodle" in capsys.readouterr().err
+    assert export.main(["--worksheet", str(tmp_path / "sheet.csv"), "--lab", "7.9"]) == 2
+    (work / "gradebook.db").unlink()
+    assert export.main([]) == 2
+    assert "сначала make grade" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- ведомость Moodle
+
+
+RUSSIAN_HEADER = (
+    'Идентификатор,"Полное имя","Адрес электронной почты",Статус,Оценка,'
+    '"Максимальная оценка","Оценка может быть изменена",'
+    '"Последнее изменение (представленный ответ)","Последнее изменение (оценка)",'
+    '"Отзыв в виде комментария"'
+)
+RUSSIAN_SHEET = (
+    RUSSIAN_HEADER
+    + "\n"
+    + '"Участник 101","Иван Иванов",ivanov@example.org,"Ответы для оценки",,"6,00",Да,'
+    '"понедельник, 2 сентября 2024, 10:00",-,\n'
+    + '"Участник 103","Пётр Алексеев",,"Нет ответа",,"6,00",Да,-,-,\n'
+    + '"Участник 102","Анна Петрова",petrova@example.org,"Ответы для оценки",,"6,00",Да,'
+    '"вторник, 3 сентября 2024, 11:00",-,\n'
+)
+
+
+def test_the_worksheet_changes_only_grade_and_feedback_of_matching_rows(work, tmp_path):
+    set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
+    sheet = tmp_path / "Оценки-Курс 7-Лабораторная 7.2.csv"
+    sheet.write_bytes(RUSSIAN_SHEET.encode())
+    done = fill_worksheet(work, sheet, "7.2")
+    assert done.path == work / "export" / f"{LAB2}_worksheet.csv"
+    assert sheet.read_bytes() == RUSSIAN_SHEET.encode()  # файл преподавателя не тронут
+    assert (done.filled, done.pending, done.locked, done.untouched) == (
+        ["ivanov", "petrova"],
+        [],
+        [],
+        1,
+    )
+    before = list(csv.reader(io.StringIO(RUSSIAN_SHEET)))
+    after = rows_of(done.path)
+    assert len(after) == len(before)
+    expected = {
+        (1, 4): "5,00",
+        (1, 9): f"{TITLE2}: 5 баллов из 6. Подробный отчёт — файл {LAB2}.html.",
+        (3, 4): "2,50",
+        (3, 9): f"{TITLE2}: 2,5 балла из 6. Подробный отчёт — файл {LAB2}.html.",
+    }
+    for r, (old_row, new_row) in enumerate(zip(before, after, strict=True)):
+        assert len(new_row) == len(old_row)
+        for c, (old, new) in enumerate(zip(old_row, new_row, strict=True)):
+            assert new == expected.get((r, c), old), (r, c)
+    text = done.path.read_text(encoding="utf-8")
+    lines, original = text.split("\n"), RUSSIAN_SHEET.split("\n")
+    assert lines[0] == original[0] and lines[2] == original[2]  # байт в байт
+    assert "\r" not in text and text.endswith("\n")
+    assert lines[1].endswith(
+        ',"6,00",Да,"понедельник, 2 сентября 2024, 10:00",-,' + (f'"{expected[(1, 9)]}"')
+    )
+
+
+def test_an_english_worksheet_keeps_its_dialect_and_teacher_comments(work, tmp_path):
+    sheet = tmp_path / "grades.csv"
+    text = (
+        '\ufeffIdentifier,"Full name","Email address",Status,Grade,"Maximum Grade",'
+        '"Grade can be changed","Last modified (submission)","Last modified (grade)",'
+        '"Feedback comments"\r\n'
+        '"Participant 102","Anna Petrova",petrova@example.org,Submitted,,100.00,Yes,-,-,'
+        '"Good start.\nSee you."\r\n'
+        '"Participant 101","Ivan Ivanov",ivanov@example.org,Submitted,,100.00,Yes,-,-,\r\n'
+        '"Participant 205","Ivan Ivanov",ivanov@example.org,Submitted,,100.00,No,-,-,\r\n'
+    )
+    sheet.write_bytes(text.encode())
+    done = fill_worksheet(work, sheet)  # лабораторная — по номерам участников
+    assert done.lab == LAB2 and done.scaled == 100
+    assert (done.filled, done.pending) == (["petrova"], ["ivanov"])
+    raw = done.path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbfIdentifier,")
+    records = raw.decode("utf-8-sig").split("\r\n")
+    assert records[0] == text[1:].split("\r\n")[0]
+    assert records[2:] == text.split("\r\n")[2:]  # ждёт проверки и чужая лабораторная — как были
+    row = next(csv.reader(io.StringIO(records[1] + "\r\n" + records[2])))
+    assert row[4] == "41.67"  # 2,5 из 6 → из 100
+    assert (
+        row[9]
+        == f"Good start.\nSee you.\n{TITLE2}: 2,5 балла из 6. Подробный отчёт — файл {LAB2}.html."
+    )
+    again = tmp_path / "again.csv"  # повторная выгрузка: свой абзац заменяется, а не копится
+    again.write_bytes(raw)
+    fill_worksheet(work, again, LAB2)
+    row = next(
+        csv.reader(io.StringIO(done.path.read_bytes().decode("utf-8-sig").split("\r\n", 1)[1]))
+    )
+    assert row[9].count(TITLE2) == 1 and row[9].startswith("Good start.")
+
+
+def test_a_locked_grade_is_not_touched(work, tmp_path):
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(
+        RUSSIAN_HEADER + '\n"Участник 102","Анна Петрова",,x,,"6,00",Нет,-,-,\n', encoding="utf-8"
+    )
+    done = fill_worksheet(work, sheet, LAB2)
+    assert done.locked == ["petrova"] and done.filled == []
+    assert done.path.read_bytes() == sheet.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'a,"b""c","x\ny"\r\n1,2,\n3',
+        "\n\n,,\n",
+        '"unterminated,\n',
+        'a;b;"c;d"\n',
+        "",
+    ],
+)
+def test_raw_records_join_back_to_the_same_text(text):
+    delimiter = ";" if ";" in text else ","
+    records = parse_records(text, delimiter)
+    assert join_records(records, delimiter) == text
+    if text and "unterminated" not in text:
+        expected = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+        assert [[c.value for c in r.cells] for r in records if r.cells] == [
+            row if row else [""] for row in expected
+        ]
+
+
+# --------------------------------------------------------------------------- changes.csv
+
+
+def scores(auto=2.0, manual=None, needs=False, upload="a"):
+    return Graded(upload, {"check": TaskScore(auto, manual, 2.0, needs)})
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "graded_now", "row"),
+    [
+        (scores(2.0), scores(0.0), True, ["2", "0", "изменилась проверка"]),
+        (scores(2.0), scores(0.0, upload="b"), True, ["2", "0", "новая работа"]),
+        (
+            scores(None, needs=True),
+            scores(None, 1.0, needs=False),
+            False,
+            ["", "1", "ручная оценка"],
+        ),
+        (
+            scores(2.0, upload=None),
+            scores(1.0),
+            True,
+            ["2", "1", "оценено заново (прежний файл не записан)"],
+        ),
+        (
+            scores(2.0),
+            scores(2.0, needs=True),
+            True,
+            ["2", "", "изменилась проверка"],
+        ),  # под подозрением
+        (scores(2.0), scores(2.0, upload="b"), True, None),  # новая работа, те же баллы
+    ],
+)
+def test_changes_say_what_changed_and_why(before, after, graded_now, row):
+    key = ("ivanov", LAB2)
+    found = changes({key: before}, {key: after}, {key} if graded_now else set())
+    assert found == ([] if row is None else [["ivanov", LAB2, "check", *row]])
+    assert changes({}, {key: after}, {key}) == []  # оценена впервые — не изменение
+
+
+def test_tables_keep_rows_of_earlier_labs(tmp_path, monkeypatch):
+    """Архив 7.4 после архива 7.2: строки 7.2 остаются, а оценённая заново работа — своя."""
+    monkeypatch.setattr(grading.gradebook, "export", lambda work: None)
+
+    def run(problems, timings):
+        return SimpleNamespace(
+            work=tmp_path, problems=problems, review=[], cases=[], timings=timings
+        )
+
+    Problem = grading.Problem
+    grading.write_tables(
+        run(
+            [Problem("ivanov", LAB2, "a.ipynb", "пустой файл"), Problem("?", LAB2, "b", "кто?")],
+            [{"student_id": "ivanov", "lab": LAB2, "seconds": 1.0},
+             {"student_id": "petrova", "lab": LAB2, "seconds": 2.0}],
+        )
+    )  # fmt: skip
+    grading.write_tables(
+        run(
+            [Problem("petrova", LAB4, "c.ipynb", "пустой файл")],
+            [{"student_id": "petrova", "lab": LAB2, "seconds": 3.0},
+             {"student_id": "petrova", "lab": LAB4, "seconds": 4.0}],
+        )
+    )  # fmt: skip
+    assert rows_of(tmp_path / "problems.csv")[1:] == [  # «?» 7.2 ушла: 7.2 оценивалась снова
+        ["ivanov", LAB2, "a.ipynb", "пустой файл"],
+        ["petrova", LAB4, "c.ipynb", "пустой файл"],
+    ]
+    assert rows_of(tmp_path / "timings.csv")[1:] == [
+        ["ivanov", LAB2, "1.0"],
+        ["petrova", LAB2, "3.0"],
+        ["petrova", LAB4, "4.0"],
+    ]
+
+
+# --------------------------------------------------------------------------- весь путь
+
+
+def moodle_zip(path: Path, lab: str, works: dict[str, dict]) -> Path:
+    """Архив «Скачать все ответы»: папка на участника, в ней тетрадка."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for folder, nb in works.items():
+            zf.writestr(f"{folder}/{lab}.ipynb", json.dumps(nb, ensure_ascii=False))
+    return path
+
+
+@pytest.mark.slow
+def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, capsys):
+    """Два архива Moodle (у Иванова в них разные номера), список, ручная оценка, Moodle, регрейд."""
+    work = tmp_path / "work"
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
+    (tmp_path / "students.csv").write_text(ROSTER, encoding="utf-8")
+    answered = submission(LAB2, {"reflection_scaling": "Растёт линейно с числом токенов."})
+    zip2 = moodle_zip(
+        tmp_path / "7.2.zip",
+        LAB2,
+        {
+            "Иванов Иван_101_assignsubmission_file_": answered,
+            'Петрова, Анна "Аня" =HYPERLINK("x")_102_assignsubmission_file_': submission(LAB2),
+            "Участник_150_assignsubmission_file_": submission(LAB2),
+            "=cmd Олег_151_assignsubmission_file_": submission(LAB2),
+        },
+    )
+    zip4 = moodle_zip(
+        tmp_path / "7.4.zip",
+        LAB4,
+        {
+            "Иван Иванов_205_assignsubmission_file_": submission(LAB4),
+            "Алексеев Петр_206_assignsubmission_file_": submission(LAB4),
+        },
+    )
+    started = time.monotonic()
+    grading.grade(zip2, jobs=2, roster_file=tmp_path / "students.csv")
+    graded_at = time.monotonic()
+    first = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
+    assert set(first) == {(LAB2, "ivanov"), (LAB2, "petrova")}
+    problems = rows_of(work / "problems.csv")[1:]
+    assert [(p[0], p[1]) for p in problems] == [("?", LAB2), ("?", LAB2)]  # не под выдуманным id
+    assert problems[0][2].startswith("'=cmd Олег_151")  # имя папки — не формула
+    assert "«=cmd Олег» нет в списке учащихся" in problems[0][3]
+    assert "анонимная работа (участник 150)" in problems[1][3]
+
+    grading.grade(zip4, jobs=2)  # список уже в рабочей папке; 7.2 не оценивается заново
+    grades = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
+    assert {key: grades[key] for key in first} == first  # 7.2 осталась как была
+    assert set(grades) == {
+        (LAB2, "ivanov"),
+        (LAB2, "petrova"),
+        (LAB4, "ivanov"),
+        (LAB4, "alekseev"),
+    }
+    assert {(r[0], r[1]) for r in rows_of(work / "grades_by_task.csv")[1:]} == {
+        ("ivanov", LAB2), ("petrova", LAB2), ("ivanov", LAB4), ("alekseev", LAB4)
+    }  # fmt: skip
+    assert [(p[0], p[1]) for p in rows_of(work / "problems.csv")[1:]] == [("?", LAB2)] * 2
+    assert {(r[0], r[1]) for r in rows_of(work / "timings.csv")[1:]} == {
+        ("ivanov", LAB2), ("petrova", LAB2), ("ivanov", LAB4), ("alekseev", LAB4)
+    }  # fmt: skip
+    assert rows_of(work / roster.LMS_IDS)[1:] == [
+        ["alekseev", LAB4, "206"],
+        ["ivanov", LAB2, "101"],
+        ["ivanov", LAB4, "205"],
+        ["petrova", LAB2, "102"],
+    ]
+    assert grades[(LAB2, "ivanov")][11] == "1.0"  # ответ ждёт ручной проверки
+    assert grades[(LAB2, "petrova")][5] == '\'=HYPERLINK("x")'
+
+    manual_at = time.monotonic()
+    set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
+    with gradebook._open(work) as gb:
+        gb.find_comment("reflection_scaling", LAB2, LAB2, "ivanov").manual_comment = "Верно."
+        gb.db.commit()
+    assert reports.main() == 0
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(
+        RUSSIAN_HEADER + '\n"Участник 101","Иван Иванов",,x,,"6,00",Да,-,-,\n', encoding="utf-8"
+    )
+    assert export.main(["--worksheet", str(sheet), "--lab", "7.2"]) == 0
+    finished = time.monotonic()
+    header, *rows = rows_of(work / "export" / "moodle_grades.csv")
+    moodle = {row[1]: dict(zip(header, row, strict=True)) for row in rows}
+    assert moodle["ivanov"][TITLE2] == "5"  # 4 за проверки и 1 вручную
+    assert moodle["petrova"][TITLE2] == "4"
+    assert moodle["alekseev"][TITLE2] == ""  # не сдавал
+    assert moodle["alekseev"]["Лабораторная 7.4. Оцените память GPU"] == "10"
+    assert rows_of(work / "export" / f"{LAB2}_worksheet.csv")[1][4] == "5,00"
+
+    # Проверка «исправлена»: в прошлый раз она давала 0 за таблицу FLOPs, теперь — 2.
+    recorded = gradebook.record
+
+    def old_check(work_, result_):
+        result_["tests"]["check_final_results"]["score"] = 0.0
+        return recorded(work_, result_)
+
+    monkeypatch.setattr(grading.gradebook, "record", old_check)
+    grading.grade(zip2, jobs=2)
+    assert rows_of(work / "changes.csv")[1:] == [
+        ["ivanov", LAB2, "check_final_results", "2", "0", "изменилась проверка"],
+        ["ivanov", LAB2, "reflection_scaling", "", "1", "ручная оценка"],
+        ["petrova", LAB2, "check_final_results", "2", "0", "изменилась проверка"],
+    ]
+    monkeypatch.setattr(grading.gradebook, "record", recorded)
+    grading.grade(zip2, jobs=2)
+    assert rows_of(work / "changes.csv") == [
+        ["student_id", "lab", "task", "old_points", "new_points", "why"],
+        ["ivanov", LAB2, "check_final_results", "0", "2", "изменилась проверка"],
+        ["petrova", LAB2, "check_final_results", "0", "2", "изменилась проверка"],
+    ]
+    with gradebook._open(work) as gb:
+        assert gb.find_grade("reflection_scaling", LAB2, LAB2, "ivanov").manual_score == 1
+        comment = gb.find_comment("reflection_scaling", LAB2, LAB2, "ivanov")
+        assert comment.manual_comment == "Верно."
+    grades = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
+    assert grades[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0"]
+    capsys.readouterr()
+    with capsys.disabled():
+        print(
+            f"\nпервый архив: {graded_at - started:.1f} с; ручная оценка → make feedback → "
+            f"make export: {finished - manual_at:.1f} с; весь путь до выгрузки: "
+            f"{finished - started:.1f} с"
+        )
