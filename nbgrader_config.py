@@ -11,10 +11,15 @@ from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters.generate_assignment import GenerateAssignment
-from nbgrader.preprocessors import ClearSolutions, GetGrades
+from nbgrader.preprocessors import ClearSolutions
 
 from feedback.teacher.assemble import SKIP_TAG
-from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
+from feedback.teacher.preprocessors import (
+    CourseClearSolutions,
+    RefuseAutograde,
+    ReportCleanup,
+    ReportGrades,
+)
 from feedback.teacher.reports import ReportExporter, template_settings
 
 ROOT = Path(__file__).resolve().parent
@@ -45,7 +50,7 @@ c.Autograde.sanitize_preprocessors = [RefuseAutograde]
 # Отчёты для учащихся (make feedback, nbgrader generate_feedback): русские подписи, без
 # заметок для преподавателя. Шаблон задан только экспортёру отчётов: общий HTMLExporter
 # отрисовывает и работы в formgrader, и с шаблоном отчёта его страницы отвечали 500.
-c.GenerateFeedback.preprocessors = [ReportCleanup, GetGrades, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.preprocessors = [ReportCleanup, ReportGrades, CSSHTMLHeaderPreprocessor]
 c.GenerateFeedback.exporter_class = ReportExporter
 c.ReportExporter.merge(template_settings())
 

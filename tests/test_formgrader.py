@@ -8,6 +8,12 @@ nbgrader_config.py), папка оценивания — класс из tests/c
 отчёта для учащихся, заданным всем HTMLExporter, formgrader отвечал 500 на каждую.
 Затем работа со скриптами в ответах и в выводе открывается в Chromium без окна.
 
+Ручная проверка — тоже в браузере, но над копией папки оценивания (общий класс остаётся без
+ручных оценок: это проверяет tests/test_grading.py): баллы и комментарий к письменному ответу
+ставятся в formgrader, переживают перезагрузку страницы и после ``make feedback``
+(:func:`feedback.teacher.reports.rewrite_all`) оказываются в отчёте учащегося, а критерии
+оценки видны только в formgrader.
+
 Браузерная часть пропускается без Chromium (или падает при ``COURSE7_REQUIRE_BROWSER=1``).
 """
 
@@ -15,10 +21,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import time
 import urllib.error
 import urllib.request
+from collections import Counter
 
 import pytest
+from bs4 import BeautifulSoup
 from corpus import LAB2, PWNED
 
 from browser_support import CHROMIUM_FLAGS, ROOT, SCREENSHOTS, chromium_or_skip, formgrader_server
@@ -114,7 +124,20 @@ def test_report_template_is_for_reports_only(graded_class, tmp_path, monkeypatch
     assert converter.exporter_class is ReportExporter
     converter.start()
     html = (tmp_path / "h72_correct" / LAB2 / f"{LAB2}.html").read_text(encoding="utf-8")
-    assert "Ваш ответ" in html and "(баллы: 4.0 из 6.0)" in html
+    assert "Ваш ответ" in html and f"{TITLE} — 4 из 6 баллов" in html
+
+
+def test_lab_list_counts_the_graded_works(formgrader, graded_class):
+    """«Submissions» в списке лабораторных: работы не из submitted/ (архив, другая папка)
+    тоже считаются — formgrader считает папки submitted/<учащийся>/<лаб>/."""
+    graded = Counter(
+        path.parent.name for path in (graded_class.work / "autograded").glob("*/*/*.ipynb")
+    )
+    listed = {item["name"]: item["num_submissions"] for item in api(formgrader, "assignments")}
+    assert graded[LAB2] > 10
+    assert {lab: listed.get(lab) for lab in graded} == dict(graded)
+    # Папки пустые: make grade без аргументов (оценивает submitted/) не найдёт в них тетрадок.
+    assert not list((graded_class.work / "submitted").rglob("*.ipynb"))
 
 
 def _hostile_submission(server) -> str:
@@ -188,3 +211,128 @@ def test_submission_page_in_browser_runs_no_script_from_the_work(formgrader):
             expect(page.locator("#warning-exchange")).to_have_count(0)
         finally:
             browser.close()
+
+
+# --------------------------------------------------------------------------- ручная проверка
+
+COMMENT = "Верно: ×100. Добавьте, почему FLOPs линейны и по P, и по N."
+PENDING = "ожидает проверки преподавателем"
+
+
+@pytest.fixture(scope="module")
+def grading_copy(graded_class, tmp_path_factory):
+    """Копия папки оценивания класса без кэшей: ручные оценки не попадают в общий класс."""
+    copy = tmp_path_factory.mktemp("manual-grading") / "work"
+    shutil.copytree(graded_class.work, copy, ignore=shutil.ignore_patterns("cache"))
+    return copy
+
+
+def _waiting_for_the_teacher(server) -> tuple[str, list[str]]:
+    """Работа 7.2, где formgrader просит ручной оценки, и её ещё не проверенные ответы."""
+    listed = api(server, f"submitted_notebooks/{LAB2}/{LAB2}")
+    item = next(item for item in listed if item["student"] == HOSTILE)
+    assert item["needs_manual_grade"]
+    grades = api(server, f"grades?submission_id={item['id']}")
+    waiting = sorted(
+        grade["name"]
+        for grade in grades
+        if grade["cell_type"] == "markdown"
+        and grade["needs_manual_grade"]
+        and grade["auto_score"] is None
+        and grade["manual_score"] is None
+    )
+    return item["id"], waiting
+
+
+#: Ячейка прямо под ячейкой с полем баллов ``id`` (критерии стоят под ответом).
+_NEXT_CELL_JS = """
+(id) => document.getElementById(id).closest('.cell').nextElementSibling.innerText
+"""
+
+
+def test_manual_grading_in_formgrader_reaches_the_report(grading_copy, tmp_path):
+    chromium = chromium_or_skip("ручная проверка в formgrader")
+    from playwright.sync_api import expect, sync_playwright
+
+    from feedback.teacher.reports import rewrite_all
+
+    started = time.monotonic()
+    with formgrader_server(ROOT, tmp_path / "server", grading_copy) as server:
+        submission_id, waiting = _waiting_for_the_teacher(server)
+        assert waiting == ["reflection_backward", "reflection_scaling"]
+        graded, left = "reflection_scaling", "reflection_backward"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
+            )
+            try:
+                context = browser.new_context(
+                    extra_http_headers={"Authorization": f"token {server.token}"},
+                    viewport={"width": 1280, "height": 900},
+                )
+                context.set_default_timeout(30_000)
+                context.route(
+                    "**/*",
+                    lambda route: (
+                        route.continue_()
+                        if route.request.url.startswith(server.url + "/")
+                        else route.abort()
+                    ),
+                )
+                page = context.new_page()
+                url = f"{server.url}/formgrader/submissions/{submission_id}/"
+                page.goto(url, wait_until="load")
+                page.wait_for_load_state("networkidle")
+                score = page.locator(f"input.score#{graded}")
+                comment = page.locator(f"textarea#{graded}-comment")
+                expect(score).to_be_visible()
+                expect(score).to_have_value("")
+
+                # Критерии — прямо под ответом, с образцом из solutions/.
+                criteria = page.evaluate(_NEXT_CELL_JS, graded)
+                assert "Критерии оценки" in criteria and "Критерии для преподавателя" in criteria
+                assert "В 100 раз" in criteria
+                assert "Критерии для преподавателя" in page.evaluate(_NEXT_CELL_JS, left)
+
+                # formgrader сохраняет по событию change (уход с поля) через свой API.
+                with page.expect_response(
+                    lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"
+                ) as saved:
+                    score.fill("0.5")
+                    score.blur()
+                assert saved.value.ok
+                with page.expect_response(
+                    lambda r: "/formgrader/api/comment/" in r.url and r.request.method == "PUT"
+                ) as saved:
+                    comment.fill(COMMENT)
+                    comment.blur()
+                assert saved.value.ok
+
+                page.reload(wait_until="load")
+                page.wait_for_load_state("networkidle")
+                expect(score).to_have_value("0.5")
+                expect(comment).to_have_value(COMMENT)
+                expect(page.locator(f"input.score#{left}")).to_have_value("")
+                score.scroll_into_view_if_needed()
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SCREENSHOTS / "formgrader_manual_grading.png"))
+            finally:
+                browser.close()
+
+    written = rewrite_all(grading_copy)  # то, что делает make feedback
+    report = grading_copy / "feedback_reports" / HOSTILE / LAB2 / f"{LAB2}.html"
+    assert report in written
+    page = BeautifulSoup(report.read_text(encoding="utf-8"), "html.parser")
+    toc = [" ".join(item.get_text().split()) for item in page.select("#toc li")]
+    assert "Письменный ответ: Вопрос 1 (баллы: 0,5 из 1)" in toc
+    assert f"Письменный ответ: Вопрос 2 (баллы: {PENDING}, до 1 балла)" in toc
+    assert [item for item in toc if "Комментарий" in item] == [
+        "Комментарий преподавателя: Вопрос 1"
+    ]
+    footers = [" ".join(div.get_text(" ").split()) for div in page.select(".panel-footer")]
+    assert f"Комментарий преподавателя: {COMMENT}" in footers
+    header = " ".join(page.find("h4").get_text().split())
+    assert header == f"{TITLE} — 4,5 из 6 баллов, ещё 1 балл — после проверки преподавателем"
+    text = page.get_text()
+    assert "Критерии" not in text and "В 100 раз" not in text
+    print(f"ручная проверка в formgrader и отчёт: {time.monotonic() - started:.1f} с")

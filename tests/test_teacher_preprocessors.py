@@ -6,7 +6,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from feedback.probe import OBSERVATION_MIME
 from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
 
-from submissions import nbgrader, submission, write_submission
+from notebook_runner import ROOT
+from submissions import nbgrader, student_notebook, submission, write_submission
 
 
 def test_report_drops_teacher_notes_and_shortens_timeouts():
@@ -88,3 +89,140 @@ def test_course_frames_leave_a_learners_traceback():
     code.metadata["nbgrader"] = {"solution": True, "grade_id": "f"}
     nb, _ = ReportCleanup().preprocess(new_notebook(cells=[code]), {})
     assert nb.cells[0].outputs[0].traceback == [frames[0], frames[1], frames[3]]
+
+
+# --------------------------------------------------------------------------- критерии оценки
+
+
+def test_report_drops_the_criteria_cells():
+    from feedback.teacher import unit
+    from feedback.teacher.preprocessors import TEACHER_ONLY
+
+    assert TEACHER_ONLY == {unit.REVIEW_NOTE, unit.RUBRIC_NOTE}
+    answer = new_markdown_cell("Мой ответ")
+    answer.metadata["nbgrader"] = {"solution": True, "grade": True, "grade_id": "r", "points": 1}
+    criteria = unit.rubric_cell("r", {"text": "**Критерии для преподавателя.** …"}, shown=False)
+    nb, _ = ReportCleanup().preprocess(new_notebook(cells=[answer, criteria]), {})
+    assert [cell.source for cell in nb.cells] == ["Мой ответ"]
+
+
+def _graded_copy(tmp_path, monkeypatch, lab: str, upload: dict, gpu: bool = False):
+    """Проверенная тетрадка единицы (без ядра: выполнение подменено) с критериями из solutions/."""
+    from feedback.teacher import unit
+    from feedback.teacher.execute import Execution
+
+    monkeypatch.setattr(unit, "scan", lambda *args, **kwargs: [])
+    monkeypatch.setattr(
+        unit,
+        "execute",
+        lambda notebook, *args: Execution(notebook=notebook, status=["ok"] * len(notebook.cells)),
+    )
+    monkeypatch.setattr(unit, "kernel_caches", lambda job, unit_dir: ({}, [], []))
+    job = {
+        "student": "ivanov",
+        "lab": lab,
+        "release": student_notebook(lab),
+        "upload": upload,
+        "seed": "s",
+        "sandbox": "none",
+        "unit_dir": str(tmp_path / lab),
+        "gpu": gpu,
+        "rubrics": unit.rubrics(ROOT / "solutions" / lab / f"{lab}.ipynb"),
+    }
+    return unit.run_unit(job)["autograded"]
+
+
+def _criteria_after(cells) -> dict[str, str]:
+    """Ячейки критериев по grade_id ячейки прямо над ними (``None`` — не под ответом)."""
+    found = {}
+    for above, cell in zip([None, *cells], cells, strict=False):
+        if cell.metadata.get("course7") == "rubric":
+            grading = above.metadata.get("nbgrader", {}) if above is not None else {}
+            found[grading.get("grade_id") if grading.get("solution") else None] = cell.source
+    return found
+
+
+def test_the_unit_puts_criteria_under_each_written_answer_only(tmp_path, monkeypatch):
+    lab = "lab_7_2_training_flops"
+    upload = student_notebook(lab)
+    cells = _graded_copy(tmp_path, monkeypatch, lab, upload).cells
+    criteria = _criteria_after(cells)
+    assert set(criteria) == {"reflection_scaling", "reflection_backward"}
+    assert all("Критерии для преподавателя" in text for text in criteria.values())
+    assert "В 100 раз" in criteria["reflection_scaling"]  # образец ответа из solutions/
+    assert all("собственный запуск" not in text for text in criteria.values())
+    roles = [cell.metadata.get("course7") for cell in cells]
+    assert roles.count("rubric") == 2
+
+
+def test_criteria_of_a_question_about_the_learners_run_say_where_the_outputs_are(
+    tmp_path, monkeypatch
+):
+    from feedback.teacher import unit
+
+    lab = "lab_7_5_bfloat16_lora"
+    upload = student_notebook(lab)
+    training = next(
+        cell for cell in upload["cells"] if "grading-skip" in cell["metadata"].get("tags", [])
+    )
+    training["outputs"] = [new_output("stream", name="stdout", text="Эпоха 1/4: loss 2,31\n")]
+    criteria = _criteria_after(_graded_copy(tmp_path, monkeypatch, lab, upload, gpu=True).cells)
+    assert set(criteria) == {"reflection_epochs", "reflection_bf16_lora"}
+    assert unit.OWN_RUN_SHOWN in criteria["reflection_epochs"].replace("\n> ", " ")
+    assert "собственный запуск" not in criteria["reflection_bf16_lora"]
+
+    training["outputs"] = []
+    criteria = _criteria_after(_graded_copy(tmp_path, monkeypatch, lab, upload, gpu=True).cells)
+    assert unit.OWN_RUN_MISSING in criteria["reflection_epochs"].replace("\n> ", " ")
+
+
+def test_only_the_run_dependent_questions_are_marked_so():
+    from feedback.teacher import unit
+
+    marked = {
+        (lab.parent.name, grade_id)
+        for lab in sorted((ROOT / "solutions").glob("*/*.ipynb"))
+        for grade_id, rubric in unit.rubrics(lab).items()
+        if rubric["own_run"]
+    }
+    assert marked == {
+        ("lab_7_1_compare_models", "reflection_speed"),
+        ("lab_7_1_compare_models", "reflection_quality"),
+        ("lab_7_5_bfloat16_lora", "reflection_epochs"),
+    }
+
+
+def test_report_titles_come_from_the_course_not_from_the_learner():
+    import json
+
+    from nbformat import reads
+
+    from feedback.teacher.preprocessors import REPORT_KEY
+
+    def read(lab):
+        return reads(json.dumps(student_notebook(lab)), as_version=4)
+
+    nb = read("lab_7_5_bfloat16_lora")
+    added = new_markdown_cell("# Взломано\n\n## Моя глава")
+    added.metadata["course7"] = "added"
+    nb.cells.insert(0, added)
+    resources = {}
+    nb, _ = ReportCleanup().preprocess(nb, resources)
+    assert resources[REPORT_KEY]["lab_title"] == "Лабораторная 7.5. Дообучите модель в bfloat16"
+    titles = {
+        cell.metadata.nbgrader.grade_id: cell.metadata[REPORT_KEY]["title"]
+        for cell in nb.cells
+        if REPORT_KEY in cell.metadata
+    }
+    assert titles["check_weights_dtype"] == "Тип весов для загрузки"  # русское имя проверки
+    assert titles["reflection_epochs"] == "Вопрос 1"
+
+    nb = read("lab_7_2_training_flops")
+    nb, _ = ReportCleanup().preprocess(nb, {})
+    flops = next(
+        c
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "check_compute_num_flops"
+    )
+    # имя проверки — имя функции: тогда заголовок задания над ней
+    assert flops.metadata[REPORT_KEY]["title"] == "Задание 1. Функция compute_num_flops"

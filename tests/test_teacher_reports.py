@@ -87,3 +87,184 @@ def test_the_page_is_not_parsed_again(monkeypatch):
     assert html.count(ALT) == 2
     with pytest.raises(AssertionError, match="BeautifulSoup"):
         _render(HTMLExporter, nbformat.v4.new_notebook(cells=[_image_cell()]))
+
+
+# ------------------------------------------------------------------- что читает учащийся
+
+LAB4 = "lab_7_4_gpu_memory"
+LAB4_TITLE = "Лабораторная 7.4. Оцените память GPU"
+PENDING = "ожидает проверки преподавателем"
+ANSWER = "Состояние оптимизатора Adam: два момента на каждый параметр."
+
+
+@pytest.fixture(scope="module")
+def lab4_work(tmp_path_factory):
+    """База оценок с одной работой 7.4, записанной так же, как её пишет ``make grade``.
+
+    Лабораторная заносится в базу препроцессором nbgrader SaveCells (его же зовёт
+    ``generate_assignment``), работа — :func:`feedback.teacher.gradebook.record` из
+    результата единицы: 2 балла автопроверки из 10, ответ на вопрос 1 написан (его ждёт
+    преподаватель), на вопросы 2 и 3 ответа нет; под ответами — ячейки критериев.
+    """
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import SaveCells
+
+    from feedback.teacher import gradebook, unit
+
+    work = tmp_path_factory.mktemp("reports-work")
+    db = f"sqlite:///{work / 'gradebook.db'}"
+    release = ROOT / "notebooks" / LAB4 / f"{LAB4}.ipynb"
+    saved_path = os.environ["PATH"]
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), saved_path])
+    try:  # nbgrader создаёт базу командой alembic из PATH
+        with Gradebook(db) as gb:
+            gb.update_or_create_assignment(LAB4)
+    finally:
+        os.environ["PATH"] = saved_path
+    resources = {"nbgrader": {"notebook": LAB4, "assignment": LAB4, "db_url": db}}
+    SaveCells().preprocess(nbformat.read(release, as_version=4), resources)
+
+    notebook = nbformat.read(release, as_version=4)
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "reflection_largest":
+            cell.source = ANSWER
+    found = unit.rubrics(ROOT / "solutions" / LAB4 / f"{LAB4}.ipynb")
+    notebook.cells = unit.with_rubrics(notebook.cells, found)
+    tests = {
+        "check_calculate_param_memory": {"score": 2.0},
+        "check_calculate_input_data_memory": {"score": 0.0},
+    }
+    result = {"student": "ivanov", "lab": LAB4, "autograded": notebook, "tests": tests}
+    result["autograded"] = json.loads(nbformat.writes(notebook))
+    gradebook.record(work, result)
+    return work
+
+
+def _grade(work, grade_id: str, score: float | None = None, comment: str | None = None) -> None:
+    """Баллы и комментарий преподавателя — то, что formgrader пишет в базу (api/grade, comment)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gb:
+        if score is not None:
+            grade = gb.find_grade(grade_id, LAB4, LAB4, "ivanov")
+            grade.manual_score = score
+            grade.needs_manual_grade = False
+        if comment is not None:
+            gb.find_comment(grade_id, LAB4, LAB4, "ivanov").manual_comment = comment
+        gb.db.commit()
+
+
+def _report(work) -> BeautifulSoup:
+    from feedback.teacher.reports import ReportWriter
+
+    path = work / "autograded" / "ivanov" / LAB4 / f"{LAB4}.ipynb"
+    html = ReportWriter(work).write("ivanov", LAB4, path).read_text(encoding="utf-8")
+    return BeautifulSoup(html, "html.parser")
+
+
+def _toc(page: BeautifulSoup) -> list[str]:
+    return [" ".join(item.get_text().split()) for item in page.select("#toc li")]
+
+
+def _panel(page: BeautifulSoup, grade_id: str) -> str:
+    anchor = page.find("a", attrs={"name": grade_id})
+    return " ".join(anchor.find_next("div", class_="panel-heading").get_text(" ").split())
+
+
+def test_an_answer_waiting_for_the_teacher_is_not_a_zero(lab4_work):
+    page = _report(lab4_work)
+    assert PENDING in _panel(page, "reflection_largest")
+    assert "Баллы: 0 из 1" not in _panel(page, "reflection_largest")
+    assert "Баллы: 0 из 1" in _panel(page, "reflection_input")  # ответа нет — ноль
+    toc = _toc(page)
+    assert f"Письменный ответ: Вопрос 1 (баллы: {PENDING}, до 1 балла)" in toc
+    header = " ".join(page.find("h4").get_text(" ").split())
+    assert header == f"{LAB4_TITLE} — 2 из 13 баллов, ещё 1 балл — после проверки преподавателем"
+
+
+def test_titles_are_russian_not_identifiers(lab4_work):
+    page = _report(lab4_work)
+    assert page.title.get_text() == LAB4_TITLE
+    assert LAB4 not in page.find("h4").get_text()
+    toc = _toc(page)
+    assert "Проверка «Задание 1. Память под веса» (баллы: 2 из 2)" in toc
+    assert not [item for item in toc if "check_" in item or "reflection_" in item]
+    assert _panel(page, "check_calculate_param_memory").startswith(
+        "Проверка: Задание 1. Память под веса"
+    )
+
+
+def test_summary_line_says_what_to_fix_first(lab4_work):
+    summary = " ".join(_report(lab4_work).select_one("p.course7-summary").get_text().split())
+    assert summary == (
+        "Автопроверка: 2 из 10 баллов. Письменные ответы: 0 из 3 баллов, ещё 1 балл — после "
+        "проверки преподавателем. Исправьте сначала: «Задание 2. Память под входные данные»."
+    )
+
+
+def test_criteria_for_the_teacher_stay_out_of_the_report(lab4_work):
+    autograded = lab4_work / "autograded" / "ivanov" / LAB4 / f"{LAB4}.ipynb"
+    assert "Критерии для преподавателя" in autograded.read_text(encoding="utf-8")
+    html = str(_report(lab4_work))
+    assert "Критерии для преподавателя" not in html and "Образец ответа" not in html
+
+
+def test_manual_points_have_a_decimal_comma_and_blank_comments_are_no_entries(lab4_work):
+    _grade(lab4_work, "reflection_largest", score=0.5, comment="  \n ")
+    _grade(lab4_work, "reflection_input", comment="")
+    page = _report(lab4_work)
+    toc = _toc(page)
+    assert "Письменный ответ: Вопрос 1 (баллы: 0,5 из 1)" in toc
+    assert not [item for item in toc if "Комментарий" in item]
+    text = page.get_text()
+    assert "0.5" not in text and ".0 из" not in text and "2.5" not in text
+    header = " ".join(page.find("h4").get_text(" ").split())
+    assert header == f"{LAB4_TITLE} — 2,5 из 13 баллов"
+    assert "ещё" not in page.select_one("p.course7-summary").get_text()
+
+    _grade(lab4_work, "reflection_largest", comment="Верно, но почему моментов два?")
+    page = _report(lab4_work)
+    assert [item for item in _toc(page) if "Комментарий" in item] == [
+        "Комментарий преподавателя: Вопрос 1"
+    ]
+    footers = [" ".join(div.get_text(" ").split()) for div in page.select(".panel-footer")]
+    assert "Комментарий преподавателя: Верно, но почему моментов два?" in footers
+    assert "Замечание: Нет ответа." in footers  # вопрос 3 без ответа: не комментарий
+
+
+# ------------------------------------------------------------------- что печатает make grade
+
+#: Родитель — как при ``python -m feedback.teacher.grade``: главный модуль — grade. Процесс
+#: единицы порождается тем же шаблоном (forkserver), что и в оценивании.
+_UNIT_PROCESS = """
+import importlib.util, sys
+sys.modules["__main__"].__spec__ = importlib.util.find_spec("feedback.teacher.grade")
+from feedback.teacher import runner
+process = runner._CONTEXT.Process(target=print, args=("единица",))
+process.start()
+process.join()
+sys.exit(process.exitcode)
+"""
+
+
+def test_unit_processes_of_make_grade_print_no_runpy_warning():
+    """Каждая единица заново выполняет главный модуль родителя (multiprocessing): уже
+    импортированный шаблоном feedback.teacher.grade давал английское RuntimeWarning runpy."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _UNIT_PROCESS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "единица" in done.stdout
+    assert "RuntimeWarning" not in done.stderr and "Warning" not in done.stderr, done.stderr

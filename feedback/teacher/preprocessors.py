@@ -10,11 +10,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
-from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearSolutions, GetGrades, NbGraderPreprocessor
 from traitlets import Dict, Unicode
 
+from feedback.formatting import format_plain, plural_form
 from feedback.probe import OBSERVATION_MIME
 
 CODE_STUB = '# Добавьте сюда свой код\nraise NotImplementedError("Добавьте сюда свой код")'
@@ -50,18 +53,28 @@ class CourseClearSolutions(ClearSolutions):
         )
 
 
+#: Роли ячеек только для преподавателя (``REVIEW_NOTE`` и ``RUBRIC_NOTE`` из
+#: :mod:`feedback.teacher.unit`): что посмотреть вручную и критерии оценки ответов.
+TEACHER_ONLY = {"review-note", "rubric"}
+#: Ключ метаданных ячейки и ресурсов отчёта с тем, что отчёт называет по-русски.
+REPORT_KEY = "course7_report"
+
+
 class ReportCleanup(NbGraderPreprocessor):
     """Готовит проверенную тетрадку к отчёту для учащегося.
 
-    Убирает заметки для преподавателя (что посмотреть вручную) и служебные данные
-    проверок. Трассировки ошибок в коде самого учащегося (решения и добавленные ячейки)
-    остаются — они ему полезны; в ячейках курса ошибка — следствие (например, NameError
-    после невыполненного задания), и от неё остаётся одна строка. Остановка по времени
-    везде — одна строка.
+    Убирает заметки для преподавателя (что посмотреть вручную, критерии оценки) и служебные
+    данные проверок. Трассировки ошибок в коде самого учащегося (решения и добавленные
+    ячейки) остаются — они ему полезны; в ячейках курса ошибка — следствие (например,
+    NameError после невыполненного задания), и от неё остаётся одна строка. Остановка по
+    времени везде — одна строка. Ещё даёт русские названия: лабораторной — её заголовок
+    ``# …``, каждой оцениваемой ячейке — название проверки или заголовок задания
+    (:func:`report_titles`).
     """
 
     def preprocess(self, nb, resources):
-        nb.cells = [cell for cell in nb.cells if cell.metadata.get("course7") != "review-note"]
+        nb.cells = [cell for cell in nb.cells if cell.metadata.get("course7") not in TEACHER_ONLY]
+        report_titles(nb, resources)
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
@@ -84,6 +97,209 @@ class ReportCleanup(NbGraderPreprocessor):
                     frame for frame in output.traceback if PACKAGE_DIR not in str(frame)
                 ]
         return cell, resources
+
+
+# --------------------------------------------------------------------------- названия
+
+_CYRILLIC = re.compile("[А-Яа-яЁё]")
+_BOLD_LEAD = re.compile(r"^\*\*(.+?)\*\*")
+
+
+def _course_markdown(cell) -> bool:
+    """Markdown-ячейка курса: не ответ учащегося, не добавленная им и не заметка оценивания."""
+    return (
+        cell.cell_type == "markdown"
+        and not cell.metadata.get("nbgrader", {}).get("solution")
+        and "course7" not in cell.metadata
+    )
+
+
+def _plain(text: str) -> str:
+    text = text.strip().strip("#").replace("`", "").strip().strip("*_").strip()
+    return text.rstrip(".:").strip()
+
+
+def _heading(cells: list, index: int) -> str | None:
+    """Ближайший заголовок ``#…`` курса выше ячейки ``index``."""
+    for cell in reversed(cells[:index]):
+        if not _course_markdown(cell):
+            continue
+        for line in cell.source.splitlines():
+            if line.startswith("#") and _plain(line):
+                return _plain(line)
+    return None
+
+
+def _question(cells: list, index: int) -> str | None:
+    """«Вопрос 1» — начало ячейки с вопросом прямо над письменным ответом."""
+    above = cells[index - 1] if index > 0 else None
+    if above is not None and _course_markdown(above):
+        lead = _BOLD_LEAD.match(above.source.strip())
+        if lead and _plain(lead.group(1)):
+            return _plain(lead.group(1))
+    return None
+
+
+def check_title(source: str) -> str | None:
+    """Русское название проверки из ячейки-теста (``модуль.check_…(…)``), если оно есть."""
+    try:
+        from feedback.teacher.assemble import parse_check_call
+
+        title = parse_check_call(source).check.title
+    except Exception:  # не вызов проверки курса — назовём ячейку по заголовку
+        return None
+    return title if _CYRILLIC.search(title or "") else None
+
+
+def report_titles(nb, resources) -> None:
+    """Русские названия: лабораторная — в ``resources``, оцениваемые ячейки — в метаданных.
+
+    Лабораторная называется первым заголовком ``# …`` тетрадки. Проверка — своим русским
+    названием, а если его нет (название — имя функции), — заголовком задания над ней;
+    письменный ответ — вопросом над ним («Вопрос 1»). Берутся только ячейки курса: текст
+    учащегося названием не становится.
+    """
+    lab = next(
+        (
+            _plain(line)
+            for cell in nb.cells
+            if _course_markdown(cell)
+            for line in cell.source.splitlines()
+            if line.startswith("# ") and _plain(line)
+        ),
+        None,
+    )
+    resources.setdefault(REPORT_KEY, {})["lab_title"] = lab
+    for index, cell in enumerate(nb.cells):
+        grading = cell.metadata.get("nbgrader", {})
+        if not (grading.get("grade") or grading.get("task")):
+            continue
+        title = None
+        if cell.cell_type == "code" and grading.get("grade") and not grading.get("solution"):
+            title = check_title(cell.source)
+        elif grading.get("solution"):
+            title = _question(nb.cells, index)
+        title = title or _heading(nb.cells, index) or grading.get("grade_id", "")
+        cell.metadata[REPORT_KEY] = {"title": title}
+
+
+# --------------------------------------------------------------------------- баллы
+
+
+def points_text(value: Any) -> str:
+    """Баллы по-русски: «2», «2,5», «0,33» (десятичная запятая, без лишних нулей)."""
+    return format_plain(float(value or 0), 2)
+
+
+def points_word(value: Any) -> str:
+    """«1 балл», «3 балла», «2,5 балла», «5 баллов»."""
+    shown = points_text(value)
+    return f"{shown} {plural_form(shown, 'балл', 'балла', 'баллов')}"
+
+
+def points_of(value: Any) -> str:
+    """После «из» и «до»: «1 балла», «2,5 балла», «3 баллов», «21 балла», «11 баллов»."""
+    shown = points_text(value)
+    one = "," in shown or (shown.endswith("1") and not shown.endswith("11"))
+    return f"{shown} {'балла' if one else 'баллов'}"
+
+
+def out_of(score: Any, total: Any) -> str:
+    """«2 из 13 баллов», «1 из 1 балла», «2 из 2,5 балла»."""
+    return f"{points_text(score)} из {points_of(total)}"
+
+
+def _kind(cell) -> str | None:
+    """«auto» — автопроверка, «manual» — баллы ставит преподаватель, ``None`` — без баллов."""
+    grading = cell.metadata.get("nbgrader", {})
+    if grading.get("task") or (grading.get("grade") and grading.get("solution")):
+        return "manual"
+    if grading.get("grade"):
+        return "auto"
+    return None
+
+
+class ReportGrades(GetGrades):
+    """GetGrades для отчёта: баллы и комментарии из базы, плюс то, что учащийся читает первым.
+
+    Письменный ответ, которому преподаватель ещё не поставил баллов (ни автоматических, ни
+    ручных), помечается ``pending``: в отчёте он «ожидает проверки преподавателем», а не
+    «0 из 1». Комментарий преподавателя (``comment``) отделён от автоматического
+    (``auto_comment``, например «Нет ответа.»), пустой комментарий — не комментарий. В
+    ``resources`` — заголовок («Лабораторная 7.4… — 2 из 13 баллов, ещё 3 балла — после
+    проверки преподавателем») и строка итога вверху отчёта (:func:`summary`).
+    """
+
+    def preprocess(self, nb, resources):
+        nb, resources = super().preprocess(nb, resources)
+        report = resources.setdefault(REPORT_KEY, {})
+        report.update(
+            summary(nb, resources["nbgrader"]["score"], resources["nbgrader"]["max_score"])
+        )
+        return nb, resources
+
+    def _get_comment(self, cell, resources):
+        comment = self.gradebook.find_comment(
+            cell.metadata["nbgrader"]["grade_id"],
+            self.notebook_id,
+            self.assignment_id,
+            self.student_id,
+        )
+        manual = (comment.manual_comment or "").strip()
+        cell.metadata.nbgrader["comment"] = manual or None
+        cell.metadata.nbgrader["auto_comment"] = (comment.auto_comment or "").strip() or None
+
+    def _get_score(self, cell, resources):
+        grade = self.gradebook.find_grade(
+            cell.metadata["nbgrader"]["grade_id"],
+            self.notebook_id,
+            self.assignment_id,
+            self.student_id,
+        )
+        cell.metadata.nbgrader["score"] = grade.score
+        cell.metadata.nbgrader["points"] = grade.max_score
+        pending = grade.manual_score is None and grade.auto_score is None
+        cell.metadata.nbgrader["pending"] = pending
+
+
+def summary(nb, score: Any, max_score: Any) -> dict[str, str]:
+    """Заголовок отчёта и строка итога по баллам ячеек (после :class:`ReportGrades`).
+
+    Итог: баллы автопроверки, баллы преподавателя (и сколько ещё ждут проверки) и что
+    исправить первым — первая непройденная проверка по порядку тетрадки.
+    """
+    sums = {"auto": [0.0, 0.0], "manual": [0.0, 0.0]}
+    pending = 0.0
+    first_failed = None
+    for cell in nb.cells:
+        kind = _kind(cell)
+        if kind is None:
+            continue
+        grading = cell.metadata.nbgrader
+        points = float(grading.get("points") or 0)
+        sums[kind][1] += points
+        if grading.get("pending"):
+            pending += points
+            continue
+        got = float(grading.get("score") or 0)
+        sums[kind][0] += got
+        if kind == "auto" and got < points and first_failed is None:
+            first_failed = cell.metadata.get(REPORT_KEY, {}).get("title") or grading["grade_id"]
+    later = f", ещё {points_word(pending)} — после проверки преподавателем" if pending else ""
+    parts = [f"Автопроверка: {out_of(*sums['auto'])}."]
+    if sums["manual"][1]:
+        manual = sums["manual"]
+        if pending == manual[1]:
+            parts.append(
+                f"Письменные ответы ещё не проверены преподавателем (до {points_of(pending)})."
+            )
+        else:
+            parts.append(f"Письменные ответы: {out_of(*manual)}{later}.")
+    if first_failed:
+        parts.append(f"Исправьте сначала: «{first_failed}».")
+    elif sums["auto"][1]:
+        parts.append("Все автопроверки пройдены.")
+    return {"total": f"{out_of(score, max_score)}{later}", "summary": " ".join(parts)}
 
 
 #: Кадры пакета курса (например, отказ перехватчика ядра) в трассировке учащегося —

@@ -3,7 +3,8 @@
 То же, что ``nbgrader generate_feedback`` (те же препроцессоры и шаблон
 ``feedback_ru``), но для одной работы за вызов и в том же процессе: отчёт готов,
 как только работа оценена, и сбой одного отчёта не мешает остальным. Заметки для
-преподавателя (что посмотреть вручную) в отчёт не попадают.
+преподавателя (что посмотреть вручную, критерии оценки ответов) в отчёт не попадают, а
+непроверенный письменный ответ — «ожидает проверки преподавателем», а не ноль.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
-from feedback.teacher.preprocessors import ReportCleanup
+from feedback.teacher.preprocessors import ReportCleanup, ReportGrades
 from feedback.teacher.release import ROOT
 
 
@@ -68,7 +69,15 @@ def template_settings() -> dict[str, object]:
         "extra_template_paths": [
             str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")
         ],
+        # Баллы по-русски: «2,5», «2,5 балла», «из 3 баллов».
+        "filters": {
+            name: f"feedback.teacher.preprocessors.{function}" for name, function in FILTERS.items()
+        },
     }
+
+
+#: Фильтры шаблона отчёта (имя в шаблоне → функция в :mod:`feedback.teacher.preprocessors`).
+FILTERS = {"points": "points_text", "points_word": "points_word", "points_of": "points_of"}
 
 
 def report_config() -> Config:
@@ -78,15 +87,17 @@ def report_config() -> Config:
 
 
 class ReportWriter:
-    """Пишет отчёты ``feedback_reports/<учащийся>/<лаб>/<лаб>.html``."""
+    """Пишет отчёты ``feedback_reports/<учащийся>/<лаб>/<лаб>.html``.
+
+    Баллы из базы читает :class:`~feedback.teacher.preprocessors.ReportGrades` (GetGrades,
+    который ещё отличает непроверенный ответ от нуля и собирает строку итога).
+    """
 
     def __init__(self, work: Path) -> None:
-        from nbgrader.preprocessors import GetGrades
-
         config = report_config()
         self.work = work
         self.exporter = ReportExporter(config=config)
-        for preprocessor in (ReportCleanup, GetGrades, CSSHTMLHeaderPreprocessor):
+        for preprocessor in (ReportCleanup, ReportGrades, CSSHTMLHeaderPreprocessor):
             self.exporter.register_preprocessor(preprocessor(config=config), enabled=True)
 
     def write(self, student: str, lab: str, autograded: Path) -> Path:
@@ -120,10 +131,16 @@ def rewrite_all(work: Path) -> list[Path]:
 
 
 def main() -> int:
+    """Отчёты и таблицы оценок заново: после ручной проверки в formgrader меняются и те и другие."""
+    from feedback.teacher import gradebook
     from feedback.teacher.grade import work_dir
 
-    written = rewrite_all(work_dir())
-    print(f"Отчёты обновлены: {len(written)} (в {work_dir() / 'feedback_reports'})")
+    work = work_dir()
+    written = rewrite_all(work)
+    print(f"Отчёты обновлены: {len(written)} (в {work / 'feedback_reports'})")
+    if (work / "gradebook.db").is_file():
+        grades, by_task = gradebook.export(work)
+        print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
     return 0
 
 

@@ -39,11 +39,25 @@ UNITS_ENV = "COURSE7_UNITS_DIR"
 Result = dict[str, Any]
 
 
+#: Что процесс-шаблон импортирует заранее: единицу и всё, что импортирует
+#: :mod:`feedback.teacher.grade`, — но не сам этот модуль. Под ``python -m
+#: feedback.teacher.grade`` (``make grade``) multiprocessing в каждом процессе единицы заново
+#: выполняет главный модуль родителя под именем ``__mp_main__``, и если модуль с тем же именем
+#: уже импортирован, runpy печатает английское RuntimeWarning — по одному на каждую работу.
+#: С зависимостями, импортированными здесь, это повторное выполнение стоит миллисекунды.
+PRELOAD = [
+    "feedback.teacher.unit",
+    "feedback.teacher.gradebook",
+    "feedback.teacher.reports",
+    "feedback.teacher.uploads",
+]
+
+
 def _context() -> multiprocessing.context.BaseContext:
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
     if method == "forkserver":
-        context.set_forkserver_preload(["feedback.teacher.unit", "feedback.teacher.grade"])
+        context.set_forkserver_preload(PRELOAD)
     return context
 
 

@@ -1,7 +1,8 @@
 """Одна работа — одна единица оценивания: собрать, выполнить в песочнице, оценить.
 
-Единица получает всё нужное в задании (JSON): выпуск лабораторной, разобранную
-работу, зерно для случаев оценивания, бюджеты — и возвращает результат (JSON):
+Единица получает всё нужное в задании (JSON): выпуск лабораторной, критерии письменных
+ответов (из solutions/, :func:`rubrics`), разобранную работу, зерно для случаев
+оценивания, бюджеты — и возвращает результат (JSON):
 проверенную тетрадку, баллы и вердикты по ячейкам-тестам, проблемы и находки для
 ручной проверки. Базу оценок, чужие работы и solutions/ она не видит: всё это
 остаётся у родительского процесса (:mod:`feedback.teacher.grade`), который и сливает
@@ -37,6 +38,8 @@ from feedback.teacher.score import judge_cell, task_score, verdict_output
 #: Роль служебных ячеек, которые оценивание добавляет в начало проверенной тетрадки.
 GRADING_NOTE = "grading-note"  # видят и учащийся, и преподаватель
 REVIEW_NOTE = "review-note"  # только для преподавателя
+#: Роль ячейки с критериями оценки рядом с письменным ответом: только для преподавателя.
+RUBRIC_NOTE = "rubric"
 
 
 def _note(role: str, title: str, lines: list[str]) -> nbformat.NotebookNode:
@@ -249,7 +252,8 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
         ]
         notes.append(_note(REVIEW_NOTE, "Посмотрите вручную (код обращается к проверке)", lines))
     clean_notebook(graded)  # здесь, а не в основном процессе: время — из бюджета работы
-    graded.cells = [*notes, *graded.cells]
+    # Критерии — после очистки: это текст курса из solutions/, а не из работы.
+    graded.cells = [*notes, *with_rubrics(graded.cells, job.get("rubrics", {}))]
     return {
         "student": job["student"],
         "lab": job["lab"],
@@ -263,6 +267,78 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
         "execution_seconds": round(execution.seconds, 3),
         "peak_memory": execution.peak_memory,
     }
+
+
+#: Абзац критериев, который авторы пишут к вопросам о собственном запуске учащегося на T4.
+OWN_RUN_MARK = "Если работа проверялась автоматически"
+RUBRIC_TITLE = "Критерии оценки — только для преподавателя, в отчёт учащемуся не попадают"
+OWN_RUN_SHOWN = (
+    "Ответ опирается на собственный запуск учащегося: его сданные выводы показаны в ячейках "
+    "выше с пометкой «📎 Так было в сданной тетрадке учащегося»."
+)
+OWN_RUN_MISSING = (
+    "Ответ опирается на собственный запуск учащегося, но выводов в сданной тетрадке нет: "
+    "оценивайте по тексту ответа."
+)
+
+
+def rubrics(source: Path) -> dict[str, dict[str, Any]]:
+    """Критерии письменных ответов лабораторной из её исходника в solutions/ (для задания).
+
+    Это области решения ``### BEGIN SOLUTION`` … ``### END SOLUTION`` ячеек, которые
+    оцениваются вручную (образец ответа и «Критерии для преподавателя»); в выпуске они
+    заменены заглушкой. Читает их родительский процесс (:func:`feedback.teacher.grade.job_for`):
+    сама единица solutions/ не видит. ``own_run`` — ответ опирается на собственный запуск
+    учащегося (в критериях есть абзац :data:`OWN_RUN_MARK`).
+    """
+    found = {}
+    for cell in nbformat.read(source, as_version=4).cells:
+        grading = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "markdown" or not (grading.get("solution") and grading.get("grade")):
+            continue
+        lines = cell.source.splitlines()
+        begin = [i for i, line in enumerate(lines) if "### BEGIN SOLUTION" in line]
+        end = [i for i, line in enumerate(lines) if "### END SOLUTION" in line]
+        text = "\n".join(lines[begin[0] + 1 : end[-1]]).strip() if begin and end else ""
+        if text:
+            found[grading["grade_id"]] = {"text": text, "own_run": OWN_RUN_MARK in text}
+    return found
+
+
+def _submitted_shown(cells: list[Any]) -> bool:
+    """Показан ли в проверенной тетрадке хоть один сданный учащимся вывод (с пометкой)."""
+    return any(
+        output.get("output_type") == "display_data"
+        and str(output.get("data", {}).get("text/plain", "")).endswith(SUBMITTED)
+        for cell in cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    )
+
+
+def rubric_cell(grade_id: str, rubric: dict[str, Any], shown: bool) -> nbformat.NotebookNode:
+    """Ячейка критериев под письменным ответом: Markdown курса как есть, цитатой."""
+    parts = [f"**{RUBRIC_TITLE}**"]
+    if rubric.get("own_run"):
+        parts.append(f"_{OWN_RUN_SHOWN if shown else OWN_RUN_MISSING}_")
+    parts.append(str(rubric["text"]))
+    quoted = "\n".join(f"> {line}".rstrip() for line in "\n\n".join(parts).splitlines())
+    cell = nbformat.v4.new_markdown_cell(quoted, id=f"course7-{RUBRIC_NOTE}-{grade_id}"[:64])
+    cell.metadata["course7"] = RUBRIC_NOTE
+    return cell
+
+
+def with_rubrics(cells: list[Any], found: dict[str, dict[str, Any]]) -> list[Any]:
+    """Ячейки тетрадки, где под каждым письменным ответом с критериями — ячейка критериев."""
+    shown = _submitted_shown(cells)
+    result = []
+    for cell in cells:
+        result.append(cell)
+        grading = cell.metadata.get("nbgrader", {})
+        grade_id = grading.get("grade_id")
+        if grading.get("solution") and grading.get("grade") and grade_id in found:
+            result.append(rubric_cell(grade_id, found[grade_id], shown))
+    return result
 
 
 def failed_result(job: dict[str, Any], problem: str) -> dict[str, Any]:
