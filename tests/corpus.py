@@ -410,7 +410,7 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             problem="записано больше",
         ),
     ]
-    works += lab4_works() + gpu_works() + trust_works()
+    works += lab4_works() + gpu_works() + trust_works() + more_trust_works()
     return works
 
 
@@ -716,3 +716,58 @@ NESTED_OUTPUT = f"""from IPython.display import HTML
 
 HTML({NESTED_TAGS!r})"""
 EVIL_NAME = "<img src=x onerror=document.title='PWNED'>"
+
+
+# --------------------------------------------------------------------------- доверие, круг 2: ещё
+
+#: Ссылки javascript: в письменном ответе и в выводе text/markdown.
+JAVASCRIPT_LINKS = f"Ответ со ссылкой: [нажмите](javascript:document.title='{PWNED}')"
+MARKDOWN_OUTPUT = f"""from IPython.display import Markdown
+
+Markdown(
+    "[вывод-ссылка](javascript:document.title='{PWNED}') и <a href='javascript:x'>ещё</a>"
+)"""
+#: Обратная кавычка в строке, которую заметка для преподавателя покажет как код.
+BACKTICK_CODE = f"""import sys
+
+
+def compute_num_flops(p, n):
+    frame = sys._getframe()  # `</code><img src=x onerror=document.title='{PWNED}'>`
+    return 2 * p * n"""
+VARS_REFERENCE = """compute_num_flops = vars(flops)["COMPUTE_NUM_FLOPS"].formula"""
+DEEP_JSON_OUTPUT = """from IPython.display import display
+
+deep = 0
+for _ in range(900):
+    deep = [deep]
+display({"application/json": deep, "text/plain": "глубоко"}, raw=True)"""
+
+
+def more_trust_works() -> list[Work]:
+    """Ещё атаки второго круга: ссылки, обратные кавычки, vars(), глубокий JSON, 7.4."""
+    memory_mistakes = {f"calculate_{task}_memory": src for task, src in MEMORY_MISTAKES.items()}
+    return [
+        Work(
+            "t72_javascript_links",
+            LAB2,
+            with_cell(lab2(reflection_scaling=JAVASCRIPT_LINKS), MARKDOWN_OUTPUT),
+            both(2),
+        ),
+        Work("c72_backtick_in_code", LAB2, lab2(BACKTICK_CODE, TABLE), both(0), flagged=True),
+        Work("c72_vars_reference", LAB2, lab2(VARS_REFERENCE, TABLE), both(0), flagged=True),
+        # display(..., raw=True) — уже повод посмотреть; вывод показан заглушкой, баллы — свои.
+        Work(
+            "r72_deep_json_output",
+            LAB2,
+            with_cell(lab2(), DEEP_JSON_OUTPUT),
+            both(2),
+            flagged=True,
+        ),
+        Work(
+            "c74_shadow_package",
+            LAB4,
+            first_cell(submission(LAB4, memory_mistakes), SHADOW_PACKAGE),
+            memory_points(tuple(MEMORY_TASKS)),
+            flagged=True,
+        ),
+    ]

@@ -1,0 +1,106 @@
+"""Каждый отчёт и каждая страница formgrader оценённого класса — в настоящем Chromium.
+
+В классе (tests/corpus.py) есть работы со скриптами в ответах и выводе, с обработчиками
+событий, со ссылками ``javascript:``, с обратными кавычками в коде заметки и с именем
+файла-тегом. Выполнись где-нибудь хоть один такой скрипт, заголовок страницы стал бы
+PWNED. Здесь каждая страница открывается с JavaScript (скрипты самих страниц работают), и
+проверяется: заголовок прежний, в тетрадке нет обработчиков ``on…``, скриптов из работ и
+ссылок на ``javascript:``/``vbscript:``/``data:``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from corpus import PWNED
+
+from browser_support import CHROMIUM_FLAGS, ROOT, chromium_or_skip, formgrader_server
+
+pytestmark = pytest.mark.slow
+
+#: Что на странице было бы следом работы: обработчики, её скрипты, опасные ссылки.
+ACTIVE_JS = f"""
+(root) => {{
+  const scope = document.querySelector(root) || document.body;
+  const all = [...scope.querySelectorAll('*')];
+  return {{
+    title: document.title,
+    handlers: all.filter(el => [...el.attributes].some(a => a.name.startsWith('on'))).length,
+    scripts: [...document.scripts].filter(s => s.textContent.includes('{PWNED}')).length,
+    links: all.filter(el => /^\\s*(javascript|vbscript|data):/i.test(
+      el.getAttribute('href') || el.getAttribute('xlink:href') || '')).length,
+  }};
+}}
+"""
+
+
+def _inspect(page, url: str, root: str) -> dict:
+    page.goto(url, wait_until="load")
+    return page.evaluate(ACTIVE_JS, root)
+
+
+def _browser(playwright, chromium):
+    return playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+
+
+def test_no_report_runs_anything_from_a_work(graded_class):
+    chromium = chromium_or_skip("отчёты в браузере")
+    from playwright.sync_api import sync_playwright
+
+    reports = sorted((graded_class.work / "feedback_reports").glob("*/*/*.html"))
+    assert len(reports) > 50
+    found = {}
+    with sync_playwright() as playwright:
+        browser = _browser(playwright, chromium)
+        try:
+            page = browser.new_context().new_page()
+            page.route(
+                "**/*",
+                lambda route: (
+                    route.continue_() if route.request.url.startswith("file:") else route.abort()
+                ),
+            )
+            for report in reports:
+                seen = _inspect(page, report.as_uri(), "main")
+                if seen["title"] == PWNED or seen["handlers"] or seen["scripts"] or seen["links"]:
+                    found[report.parent.parent.name] = seen
+        finally:
+            browser.close()
+    assert found == {}
+
+
+def test_no_formgrader_page_runs_anything_from_a_work(graded_class, tmp_path_factory):
+    chromium = chromium_or_skip("formgrader в браузере")
+    from playwright.sync_api import sync_playwright
+    from test_formgrader import submissions
+
+    with formgrader_server(
+        ROOT, tmp_path_factory.mktemp("formgrader-pages"), graded_class.work
+    ) as server:
+        listed = submissions(server)
+        assert len(listed) > 50
+        found = {}
+        with sync_playwright() as playwright:
+            browser = _browser(playwright, chromium)
+            try:
+                context = browser.new_context(
+                    extra_http_headers={"Authorization": f"token {server.token}"}
+                )
+                context.route(
+                    "**/*",
+                    lambda route: (
+                        route.continue_()
+                        if route.request.url.startswith(server.url + "/")
+                        else route.abort()
+                    ),
+                )
+                page = context.new_page()
+                for item in listed:
+                    url = f"{server.url}/formgrader/submissions/{item['id']}/"
+                    seen = _inspect(page, url, "#notebook")
+                    if seen["title"] != item["assignment"] or any(
+                        seen[key] for key in ("handlers", "scripts", "links")
+                    ):
+                        found[(item["student"], item["assignment"])] = seen
+            finally:
+                browser.close()
+    assert found == {}
