@@ -25,7 +25,7 @@ from feedback.calling import (
 )
 from feedback.formatting import format_number, format_pair, plural
 from feedback.graded import AnswersUnavailable, GradedCheck, Params, reference
-from feedback.result import CheckResult, failed, passed
+from feedback.result import UNKNOWN, CheckResult, failed, passed
 
 Formula = Callable[..., float]
 #: Как вытянуть значение аргумента для случая оценивания.
@@ -34,10 +34,15 @@ Sampler = Callable[[random.Random], float]
 
 @dataclass(frozen=True)
 class Mistake:
-    """Типичная ошибка: что получилось бы по неверной формуле и подсказка к ней."""
+    """Типичная ошибка: что получилось бы по неверной формуле, подсказка к ней и её код.
+
+    ``id`` — код ошибки из :mod:`feedback.answers.mistakes` (``"flops.forward_only"``): его
+    несёт вердикт (:attr:`CheckResult.mistake`), по нему преподаватель считает ошибки класса.
+    """
 
     formula: Formula
     hint: str
+    id: str
 
 
 @dataclass(frozen=True)
@@ -67,12 +72,12 @@ def is_close(got: float, expected: float, rel_tol: float) -> bool:
 
 def find_mistake(
     got: float, case: dict[str, Any], expected: float, mistakes: Sequence[Mistake], rel_tol: float
-) -> str | None:
-    """Подсказка к первой типичной ошибке, с которой совпал ответ."""
+) -> Mistake | None:
+    """Первая типичная ошибка, с которой совпал ответ (её подсказка и код)."""
     for mistake in mistakes:
         wrong = mistake.formula(*case.values())
         if not is_close(wrong, expected, rel_tol) and is_close(got, wrong, rel_tol):
-            return mistake.hint
+            return mistake
     return None
 
 
@@ -190,10 +195,16 @@ class FunctionTask:
         return GradedCheck(name, self.title, self.observe, self.judge, self.draw)
 
 
+#: Коды ошибок «функция не использует аргумент»: берёт известную глобальную переменную
+#: лабораторной или что-то другое.
+READS_GLOBAL = "calling.reads_global"
+IGNORES_ARGUMENT = "calling.ignores_argument"
+
+
 def _ignored_argument(
     task: FunctionTask, index: int, cases: list[dict[str, Any]], values: list[float | None]
-) -> str | None:
-    """Подсказка, если ответ не меняется при смене одного аргумента, а должен."""
+) -> tuple[str, str] | None:
+    """Подсказка и код ошибки, если ответ не меняется при смене одного аргумента, а должен."""
     case, got = cases[index], values[index]
     for other, other_got in zip(cases, values, strict=True):
         if other is case or other_got is None or got is None:
@@ -208,11 +219,12 @@ def _ignored_argument(
         ):
             constant = task.globals_hint.get(name)
             source = f"глобальную переменную {constant}" if constant else "что-то другое"
-            return (
+            hint = (
                 f"ответ не меняется, когда меняется {name} ({format_number(other[name])} → "
                 f"{format_number(case[name])}). Похоже, функция не использует аргумент "
                 f"{name}, а берёт {source}. Считайте только по аргументам функции."
             )
+            return hint, READS_GLOBAL if constant else IGNORES_ARGUMENT
     return None
 
 
@@ -241,10 +253,12 @@ def judge_numeric(task: FunctionTask, cases: list[dict[str, Any]], calls: list[A
         shown_expected, shown_got = format_pair(expected, got, task.formatter)
         details = [describe_case(case), f"Ожидалось: {shown_expected}", f"Получено: {shown_got}"]
         explained = [m for m in task.mistakes if _explains_all(m, task, cases, values)]
-        hint = find_mistake(got, case, expected, explained, task.rel_tol)
-        hint = hint or _ignored_argument(task, index, cases, values)
-        if hint:
-            details.append(f"Подсказка: {hint}")
-        return failed(task.title, "ответ неверный.", *details)
+        found = find_mistake(got, case, expected, explained, task.rel_tol)
+        hinted = (found.hint, found.id) if found else _ignored_argument(task, index, cases, values)
+        if hinted is None:
+            return failed(task.title, "ответ неверный.", *details, mistake=UNKNOWN)
+        hint, mistake = hinted
+        details.append(f"Подсказка: {hint}")
+        return failed(task.title, "ответ неверный.", *details, mistake=mistake)
     checked = plural(len(cases), "случай", "случая", "случаев")
     return passed(task.title, f"верно во всех проверенных случаях ({checked}).")

@@ -167,7 +167,9 @@ class GradedCheck:
         except AnswersUnavailable as error:
             return self._no_answers(error)
         except LearnerProblem as problem:
-            return failed(self.title, problem.headline, *problem.details)
+            # Вердикт может назвать типичную ошибку и так (feedback.answers.mistakes.problem).
+            mistake = getattr(problem, "mistake", None)
+            return failed(self.title, problem.headline, *problem.details, mistake=mistake)
         except Exception as error:
             return self._cannot_judge(f"{type(error).__name__}: {error}")
 

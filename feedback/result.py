@@ -13,6 +13,9 @@ import os
 from dataclasses import dataclass, field
 
 STRICT_ENV = "FEEDBACK_STRICT"
+#: Код ошибки непройденной проверки, у которой нет известной типичной ошибки (список кодов —
+#: :mod:`feedback.answers.mistakes`).
+UNKNOWN = "unknown"
 
 
 class CheckFailed(AssertionError):
@@ -30,13 +33,24 @@ class CheckResult:
 
     Истинен ровно тогда, когда ответ верный, поэтому годится для ``assert``.
     ``message`` — весь текст вердикта по-русски; ``details`` — его строки после
-    заголовка (случай, ожидание, полученное значение, подсказка).
+    заголовка (случай, ожидание, полученное значение, подсказка). ``mistake`` — код
+    типичной ошибки, к которой дана подсказка (``"flops.forward_only"``, список —
+    :mod:`feedback.answers.mistakes`): у непройденной проверки без известной ошибки —
+    :data:`UNKNOWN`, у пройденной — ``None``. Учащийся кода не видит: по нему
+    преподаватель считает, какие ошибки встречаются в классе.
     """
 
     title: str
     passed: bool
     headline: str
     details: tuple[str, ...] = field(default_factory=tuple)
+    mistake: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.passed:
+            object.__setattr__(self, "mistake", None)
+        elif not self.mistake:
+            object.__setattr__(self, "mistake", UNKNOWN)
 
     def __bool__(self) -> bool:
         return self.passed
@@ -80,9 +94,9 @@ def passed(title: str, headline: str, *details: str) -> CheckResult:
     return CheckResult(title, True, headline, tuple(details))
 
 
-def failed(title: str, headline: str, *details: str) -> CheckResult:
-    """Вердикт «неверно»."""
-    return CheckResult(title, False, headline, tuple(details))
+def failed(title: str, headline: str, *details: str, mistake: str | None = None) -> CheckResult:
+    """Вердикт «неверно»; ``mistake`` — код типичной ошибки (без него — :data:`UNKNOWN`)."""
+    return CheckResult(title, False, headline, tuple(details), mistake)
 
 
 def settle(result: CheckResult) -> CheckResult:

@@ -2,8 +2,10 @@
 
 Каждая работа знает, какие баллы автопроверки честно ей причитаются (``points``), должна
 ли она попасть в needs_review.csv (``flagged``) и в problems.csv (``problem`` — фрагмент
-причины). Весь класс оценивается одним запуском ``make grade`` (фикстура
-``graded_class`` в conftest.py), и тесты читают его итоги.
+причины), а работа с известными ошибками — их коды (``mistakes``: grade_id → код из
+feedback/answers/mistakes.py для каждого непройденного задания). Весь класс оценивается
+одним запуском ``make grade`` (фикстура ``graded_class`` в conftest.py), и тесты читают его
+итоги.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class Work:
     problem: str | None = None
     path: str | None = None  # путь внутри папки работ, если не раскладка nbgrader
     graded_as: str | None = None  # лабораторная, если файл лежит под чужим именем
+    #: Коды ошибок всех непройденных заданий (None — не размечена): mistakes.csv и сводка.
+    mistakes: dict[str, str] | None = None
 
     @property
     def relative_path(self) -> str:
@@ -57,6 +61,9 @@ TABLE = """final_results_data = [
     {"Scenario": "PaLM", "Parameters": 540e9, "Tokens": 780e9, "FLOPs": 2.527e24},
 ]"""
 FORWARD = "def compute_num_flops(p, n):\n    return 2 * p * n"
+BACKWARD = "def compute_num_flops(p, n):\n    return 4 * p * n"
+#: Верные FLOPs, но строками: их не посчитать и не сравнить.
+STRING_TABLE = TABLE.replace("2.178e18", '"2.178e18"').replace("4.62e21", '"4.62e21"')
 CORRECT = "def compute_num_flops(p, n):\n    return 6 * p * n"
 #: Функция, подогнанная под открытые случаи и под старые «скрытые» случаи из solutions/.
 TUNED = """_SEEN = {(1e9, 30e3), (110e6, 3.3e9), (7, 11), (2.5e6, 4e5), (540e9, 780e9),
@@ -156,7 +163,13 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
     works = [
         # ---------------------------------------------------------------- честные 7.2
         Work("h72_correct", LAB2, lab2(), both(2)),
-        Work("h72_forward_only", LAB2, lab2(FORWARD, TABLE), both(0)),
+        Work(
+            "h72_forward_only",
+            LAB2,
+            lab2(FORWARD, TABLE),
+            both(0),
+            mistakes={"check_compute_num_flops": "flops.forward_only"},
+        ),
         Work(
             "h72_duplicated_row",
             LAB2,
@@ -166,8 +179,33 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
                 ).replace('780e9, "FLOPs": 2.527e24', '3.3e9, "FLOPs": 2.178e18')
             ),
             both(2, 0),
+            mistakes={"check_final_results": "flops.table_duplicate_scenario"},
         ),
-        Work("h72_untouched", LAB2, student_notebook(LAB2), both(0, 0)),
+        Work(
+            "h72_untouched",
+            LAB2,
+            student_notebook(LAB2),
+            both(0, 0),
+            mistakes={"check_compute_num_flops": "unknown", "check_final_results": "unknown"},
+        ),
+        # Известные ошибки, которых в классе ещё не было (issue 20).
+        Work(
+            "h72_backward_only",
+            LAB2,
+            lab2(BACKWARD),  # таблица решения считается той же функцией
+            both(0, 0),
+            mistakes={
+                "check_compute_num_flops": "flops.backward_only",
+                "check_final_results": "flops.backward_only",
+            },
+        ),
+        Work(
+            "h72_flops_as_strings",
+            LAB2,
+            lab2(table=STRING_TABLE),
+            both(2, 0),
+            mistakes={"check_final_results": "flops.table_number_as_string"},
+        ),
         Work(
             "h72_noisy_stderr",
             LAB2,
@@ -193,7 +231,14 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
         ),
         Work("h72_copied_check_cell", LAB2, copied_check(lab2()), both(2)),
         Work("h72_edited_markup", LAB2, edited_markup(lab2()), both(2)),
-        Work("h72_tuned_to_old_hidden_cases", LAB2, lab2(TUNED, TABLE), both(0)),
+        # На своих случаях оценивания она всегда отвечает 1.0: ответ не зависит от аргументов.
+        Work(
+            "h72_tuned_to_old_hidden_cases",
+            LAB2,
+            lab2(TUNED, TABLE),
+            both(0),
+            mistakes={"check_compute_num_flops": "calling.ignores_argument"},
+        ),
         Work(
             "h72_slow_but_honest",
             LAB2,
@@ -349,7 +394,17 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             both(2),
         ),
         # ---------------------------------------------------------------- битые работы
-        Work("b72_invalid_json", LAB2, b'{"cells": [', None, problem="не JSON"),
+        Work(
+            "b72_invalid_json",
+            LAB2,
+            b'{"cells": [',
+            None,
+            problem="не JSON",
+            mistakes={
+                "check_compute_num_flops": "not_assessed",
+                "check_final_results": "not_assessed",
+            },
+        ),
         Work("b72_empty_file", LAB2, b"", None, problem="пустой файл"),
         Work(
             "b72_os_exit",
@@ -445,7 +500,37 @@ def lab4_works() -> list[Work]:
                 },
             ),
             memory_points(("param",)),
+            mistakes={"check_calculate_param_memory": "calling.reads_global"},
         ),
+        Work(
+            "h74_adam_with_weights",
+            LAB4,
+            submission(
+                LAB4,
+                {
+                    "calculate_optimizer_memory": "def calculate_optimizer_memory(p, b):\n"
+                    f"    return 3 * p * b / {GIB}"
+                },
+            ),
+            memory_points(("optimizer",)),
+            mistakes={"check_calculate_optimizer_memory": "memory.adam_with_weights"},
+        ),
+        Work(
+            "h74_gradient_without_bytes",
+            LAB4,
+            submission(
+                LAB4,
+                {
+                    "calculate_gradient_memory": "def calculate_gradient_memory(p, b):\n"
+                    f"    return p / {GIB}"
+                },
+            ),
+            memory_points(("gradient",)),
+            mistakes={"check_calculate_gradient_memory": "memory.forgot_bytes_per_param"},
+        ),
+        # Пара, списавшая друг у друга функцию и ответ на вопрос 1 (similar.csv).
+        Work("h74_copy_original", LAB4, copy_pair(renamed=False), memory_points()),
+        Work("h74_copy_renamed", LAB4, copy_pair(renamed=True), memory_points()),
         Work(
             "r74_five_hanging",
             LAB4,
@@ -467,9 +552,83 @@ def lab4_works() -> list[Work]:
                 LAB4,
                 submission(LAB4, {f"calculate_{task}_memory": source}),
                 memory_points((task,)),
+                mistakes={f"check_calculate_{task}_memory": MEMORY_MISTAKE_IDS[task]},
             )
         )
     return works
+
+
+#: Коды ошибок MEMORY_MISTAKES (feedback/answers/mistakes.py).
+MEMORY_MISTAKE_IDS = {
+    "param": "memory.bytes_not_gib",
+    "input_data": "memory.gb_not_gib",
+    "gradient": "memory.gradient_doubled",
+    "optimizer": "memory.adam_one_moment",
+    "activation": "memory.activation_missing_num_layers",
+}
+
+#: Функция и ответ, которые один учащийся написал, а другой списал: переименовал
+#: переменные, переставил пробелы и переносы (similar.csv должен найти эту пару).
+COPIED_ACTIVATION = '''def calculate_activation_memory(
+    batch_size: int,
+    max_length: int,
+    num_layers: int,
+    embedding_dim: int,
+    bytes_per_param: float,
+) -> float:
+    """Память под активации (один вектор на токен на слой), ГиБ."""
+    tokens_per_batch = batch_size * max_length
+    vector_bytes = embedding_dim * bytes_per_param
+    per_layer = tokens_per_batch * vector_bytes
+    total_bytes = 0
+    for layer in range(num_layers):
+        total_bytes = total_bytes + per_layer
+    if total_bytes < 0:
+        raise ValueError("память не бывает отрицательной")
+    return bytes_to_gb(total_bytes)'''
+RENAMED_ACTIVATION = '''def calculate_activation_memory(batch_size: int, max_length: int,
+        num_layers: int, embedding_dim: int, bytes_per_param: float) -> float:
+    """Память под активации (один вектор на токен на слой), ГиБ."""
+    # считаем по слоям
+    n_tok = batch_size*max_length
+    vec = embedding_dim*bytes_per_param
+
+    layer_mem = n_tok*vec
+    acc = 0
+    for i in range(num_layers):
+        acc = acc+layer_mem
+    if acc<0:
+        raise ValueError("память не бывает отрицательной")
+    return bytes_to_gb(acc)'''
+COPIED_ANSWER = (
+    "Самая большая статья — состояние оптимизатора Adam. Для каждого параметра он хранит два "
+    "числа: скользящее среднее градиента и среднее его квадрата. Во float32 это 8 байт на "
+    "параметр, то есть вдвое больше, чем сами веса, и вдвое больше градиентов. Для модели на "
+    "4 млрд параметров выходит около 29 ГиБ."
+)
+RENAMED_ANSWER = (
+    "самая большая статья —  состояние оптимизатора Adam.\nДля каждого параметра он "
+    "хранит два числа:\nскользящее среднее градиента и среднее его квадрата. Во float32 "
+    "это 8 байт на параметр,\nто есть вдвое больше, чем сами веса, и вдвое больше "
+    "градиентов.  Для модели на 4 млрд параметров выходит около 29 ГиБ!"
+)
+
+
+def copy_pair(renamed: bool) -> dict:
+    return submission(
+        LAB4,
+        {
+            "calculate_activation_memory": RENAMED_ACTIVATION if renamed else COPIED_ACTIVATION,
+            "reflection_largest": RENAMED_ANSWER if renamed else COPIED_ANSWER,
+        },
+    )
+
+
+#: Пары, которые similar.csv должен найти в классе: (лаб, задание, учащийся A, учащийся B).
+COPIED_PAIRS = {
+    (LAB4, "calculate_activation_memory", "h74_copy_original", "h74_copy_renamed"),
+    (LAB4, "reflection_largest", "h74_copy_original", "h74_copy_renamed"),
+}
 
 
 # --------------------------------------------------------------------------- GPU
@@ -500,18 +659,21 @@ def gpu_works() -> list[Work]:
             LAB5,
             submission(LAB5, {"weights_dtype": 'WEIGHTS_DTYPE = "float32"'}),
             lab5_points("check_weights_dtype"),
+            mistakes={"check_weights_dtype": "dtype.float32"},
         ),
         Work(
             "g75_rank_8",
             LAB5,
             submission(LAB5, {"enable_lora": "model.backbone.enable_lora(rank=8)"}),
             lab5_points("check_lora"),
+            mistakes={"check_lora": "lora.wrong_rank"},
         ),
         Work(
             "g75_lr_from_7_6",
             LAB5,
             submission(LAB5, {"optimizer": OPTIMIZER_7_5.format(lr="1e-4")}),
             lab5_points("check_optimizer"),
+            mistakes={"check_optimizer": "optimizer.lr_other_lab"},
         ),
         Work("g75_untouched", LAB5, student_notebook(LAB5), {t: 0 for t in LAB5_TASKS}),
         Work("g76_correct", LAB6, submission(LAB6), {"check_optimizer_accumulation": 2}),
@@ -520,6 +682,7 @@ def gpu_works() -> list[Work]:
             LAB6,
             submission(LAB6, {"optimizer_accumulation": no_accumulation}),
             {"check_optimizer_accumulation": 0},
+            mistakes={"check_optimizer_accumulation": "optimizer.no_accumulation"},
         ),
         Work(
             "g76_patched_checker",
@@ -545,6 +708,7 @@ def gpu_works() -> list[Work]:
             LAB1,
             submission(LAB1, {"generations_gemma_1b": SAME_PROMPT}),
             {"check_generations_gemma_1b": 0, "check_generations_gemma_4b": 2},
+            mistakes={"check_generations_gemma_1b": "generation.wrong_prompt"},
         ),
     ]
 

@@ -381,3 +381,17 @@ def test_missing_answers_are_named_but_broken_answers_are_not_hidden(monkeypatch
     monkeypatch.setattr("feedback.graded.importlib", types.SimpleNamespace(import_module=broken))
     with pytest.raises(ModuleNotFoundError, match="scipy"):
         reference("wall.judge_weights_memory")
+
+
+def test_a_verdict_problem_keeps_its_mistake_code_and_an_envelope_problem_is_unknown():
+    from feedback.answers.mistakes import problem
+    from feedback.graded import GradedCheck
+
+    def judge(observation):
+        raise problem("generation.single_string", "одна строка", "Подсказка: список")
+
+    check = GradedCheck("x.check_x", "x", observe=lambda value: value, judge=judge)
+    assert check.judge_envelope({"ok": 1}, {}).mistake == "generation.single_string"
+    plain = GradedCheck("x.check_y", "y", observe=lambda v: v, judge=lambda o: 1 / 0)
+    assert plain.judge_envelope({"ok": 1}, {}).mistake == "unknown"
+    assert check.judge_envelope({"problem": {"headline": "нет"}}, {}).mistake == "unknown"

@@ -44,3 +44,12 @@ def test_lenient_mode_only_reports(monkeypatch):
     monkeypatch.setenv("FEEDBACK_STRICT", "0")
     assert not strict_mode()
     assert not settle(failed("f", "неверно."))
+
+
+def test_mistake_code_unknown_on_failure_none_on_pass_and_never_shown():
+    assert failed("f", "неверно.").mistake == "unknown"
+    assert failed("f", "неверно.", mistake="flops.forward_only").mistake == "flops.forward_only"
+    assert passed("f", "верно.").mistake is None
+    assert CheckResult("f", True, "верно.", (), "flops.forward_only").mistake is None
+    result = failed("f", "неверно.", "Подсказка: x", mistake="flops.forward_only")
+    assert "flops.forward_only" not in str(result) + result._repr_html_() + result.message

@@ -15,7 +15,7 @@ from typing import Any
 
 from feedback.accumulation import OPTIMIZER_TITLE
 from feedback.formatting import plural
-from feedback.result import CheckResult, failed, passed
+from feedback.result import UNKNOWN, CheckResult, failed, passed
 
 #: Гиперпараметры AdamW, общие для лабораторных 7.5 и 7.6 (кроме скорости обучения
 #: и накопления, которые передаются в проверку).
@@ -81,23 +81,36 @@ def _same(got: Any, expected: Any) -> bool:
         return False
 
 
+#: Подсказка и код её ошибки (список кодов — :mod:`feedback.answers.mistakes`).
+Hint = tuple[str, str]
+
+
 @dataclass(frozen=True)
 class _Mismatch:
     name: str
     expected: Any
     got: Any
-    hint: str | None = None
+    hinted: Hint | None = None
+
+    @property
+    def hint(self) -> str | None:
+        return self.hinted[0] if self.hinted else None
+
+    @property
+    def mistake(self) -> str | None:
+        return self.hinted[1] if self.hinted else None
 
     def describe(self) -> str:
         got = "расписание" if self.got == "schedule" else literal(self.got)
         return f"{self.name}: ожидалось {literal(self.expected)}, получено {got}."
 
 
-def _lr_hint(got: float | str, expected: float, steps: int | None) -> str | None:
+def _lr_hint(got: float | str, expected: float, steps: int | None) -> Hint | None:
     if got == "schedule":
         return (
             "в лабораторной скорость обучения постоянная: передайте число, "
-            "например learning_rate=" + literal(expected) + "."
+            "например learning_rate=" + literal(expected) + ".",
+            "optimizer.lr_schedule",
         )
     if steps:
         if math.isclose(float(got), expected / math.sqrt(steps), rel_tol=0.02):
@@ -105,7 +118,8 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> str | None
             return (
                 f"похоже, вы умножили {base} на √{steps}. Для Adam так часто и начинают "
                 "подбор, это разумно. Но в задании, как в оригинальном курсе, скорость "
-                f"масштабируют линейно: {base} × {steps} = {literal(expected)}."
+                f"масштабируют линейно: {base} × {steps} = {literal(expected)}.",
+                "optimizer.lr_sqrt_k",
             )
         if _same(got, expected / steps) or _same(got, LR_LAB_7_6_BATCH_4):
             return (
@@ -113,7 +127,8 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> str | None
                 f"{steps} эффективный батч в {plural(steps, 'раз', 'раза', 'раз')} больше, "
                 "и по правилу линейного масштабирования скорость обучения тоже умножают на "
                 f"{steps}: {literal(expected / steps)} × {steps} = {literal(expected)}. "
-                "Правило приближённое: в своих задачах скорость всё равно стоит подбирать."
+                "Правило приближённое: в своих задачах скорость всё равно стоит подбирать.",
+                "optimizer.lr_not_scaled",
             )
         if _same(got, LR_LAB_7_5):
             return (
@@ -121,37 +136,56 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> str | None
                 "эксперимента с батчем 4, и по правилу линейного масштабирования (эффективный батч "
                 f"×{steps}) её умножают на {steps}: 1e-4 × {steps} = "
                 f"{literal(LR_LAB_7_6_BATCH_4 * steps)}. Поэтому сравнение с 7.5 не совсем "
-                "честное: там 5e-5, здесь 8e-4."
+                "честное: там 5e-5, здесь 8e-4.",
+                "optimizer.lr_from_7_5",
             )
     elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_BATCH_4 * 8):
         return (
             f"{literal(got)} подобрана для накопления градиентов ×8 (задание "
-            f"лабораторной 7.6). Без накопления нужна {literal(expected)}."
+            f"лабораторной 7.6). Без накопления нужна {literal(expected)}.",
+            "optimizer.lr_with_accumulation",
         )
     elif _same(got, LR_LAB_7_5) or _same(got, LR_LAB_7_6_BATCH_4):
         return (
             f"{literal(got)} — скорость обучения из другой лабораторной "
             f"(5e-5 — в 7.5, 1e-4 — в эксперименте с батчем 4 в 7.6); здесь нужна "
-            f"{literal(expected)}."
+            f"{literal(expected)}.",
+            "optimizer.lr_other_lab",
         )
     if _same(got, KERAS_DEFAULTS["learning_rate"]):
-        return "0.001 — значение Keras по умолчанию: похоже, learning_rate не передан."
+        return (
+            "0.001 — значение Keras по умолчанию: похоже, learning_rate не передан.",
+            "optimizer.lr_default",
+        )
     return None
 
 
-def _hyperparameter_hint(name: str, got: Any) -> str | None:
+#: Коды ошибок «параметр не передан, осталось значение Keras по умолчанию».
+DEFAULT_MISTAKES = {
+    "weight_decay": "optimizer.default_weight_decay",
+    "beta_1": "optimizer.default_beta_1",
+    "beta_2": "optimizer.default_beta_2",
+    "epsilon": "optimizer.default_epsilon",
+}
+
+
+def _hyperparameter_hint(name: str, got: Any) -> Hint | None:
     default = KERAS_DEFAULTS.get(name)
     if name == "clipnorm" and got is None:
-        return "без clipnorm градиент не обрезается; добавьте clipnorm=0.5."
+        return (
+            "без clipnorm градиент не обрезается; добавьте clipnorm=0.5.",
+            "optimizer.no_clipnorm",
+        )
     if default is not None and _same(got, default):
         return (
             f"{literal(default)} — значение Keras по умолчанию: похоже, {name} "
-            f"не передан ({_EXPLANATIONS[name]})."
+            f"не передан ({_EXPLANATIONS[name]}).",
+            DEFAULT_MISTAKES[name],
         )
     return None
 
 
-def _accumulation_hint(got: Any, steps: int | None) -> str:
+def _accumulation_hint(got: Any, steps: int | None) -> Hint:
     if steps and not got:
         return (
             "накопление градиентов не включено: оптимизатор обновляет веса после каждого "
@@ -159,16 +193,19 @@ def _accumulation_hint(got: Any, steps: int | None) -> str:
             f"gradient_accumulation_steps={steps} в конструктор AdamW: тогда веса обновляются "
             f"раз в {plural(steps, 'микробатч', 'микробатча', 'микробатчей')} по среднему их "
             f"градиентов, как при батче из {plural(steps, 'примера', 'примеров', 'примеров')}, "
-            "а памяти под активации нужно как для одного."
+            "а памяти под активации нужно как для одного.",
+            "optimizer.no_accumulation",
         )
     if not steps:
         return (
             "в этом задании накопления градиентов нет: уберите gradient_accumulation_steps "
-            "из конструктора AdamW."
+            "из конструктора AdamW.",
+            "optimizer.unexpected_accumulation",
         )
     return (
         f"эффективный батч = batch_size × gradient_accumulation_steps; при batch_size=1 "
-        f"нужно gradient_accumulation_steps={steps}, чтобы получить батч из {steps}."
+        f"нужно gradient_accumulation_steps={steps}, чтобы получить батч из {steps}.",
+        "optimizer.wrong_accumulation_steps",
     )
 
 
@@ -179,13 +216,18 @@ def judge_optimizer(
     title = OPTIMIZER_TITLE
     if not facts["adamw"]:
         name = str(facts["class"])
-        hint = (
-            "Adam и AdamW похожи, но в задании нужен AdamW: в нём затухание весов "
-            "(weight_decay) отделено от шага по градиенту."
+        hint, mistake = (
+            (
+                "Adam и AdamW похожи, но в задании нужен AdamW: в нём затухание весов "
+                "(weight_decay) отделено от шага по градиенту.",
+                "optimizer.adam_not_adamw",
+            )
             if name == "Adam"
-            else "В задании нужен keras.optimizers.AdamW."
+            else ("В задании нужен keras.optimizers.AdamW.", "optimizer.not_adamw")
         )
-        return failed(title, f"это оптимизатор {name}, а нужен AdamW.", f"Подсказка: {hint}")
+        return failed(
+            title, f"это оптимизатор {name}, а нужен AdamW.", f"Подсказка: {hint}", mistake=mistake
+        )
 
     mismatches: list[_Mismatch] = []
     got_lr = facts["learning_rate"]
@@ -202,11 +244,17 @@ def judge_optimizer(
         got = facts.get(name)
         if got is not None:
             hint = (
-                "global_clipnorm обрезает общую норму всех градиентов вместе (как "
-                "clip_grad_norm_ в PyTorch), а в задании нужен clipnorm=0.5: он обрезает "
-                "градиент каждой переменной отдельно."
+                (
+                    "global_clipnorm обрезает общую норму всех градиентов вместе (как "
+                    "clip_grad_norm_ в PyTorch), а в задании нужен clipnorm=0.5: он обрезает "
+                    "градиент каждой переменной отдельно.",
+                    "optimizer.global_clipnorm",
+                )
                 if name == "global_clipnorm"
-                else "в задании градиент обрезается только по норме (clipnorm=0.5)."
+                else (
+                    "в задании градиент обрезается только по норме (clipnorm=0.5).",
+                    "optimizer.clipvalue",
+                )
             )
             mismatches.append(_Mismatch(name, None, got, hint))
 
@@ -229,7 +277,9 @@ def judge_optimizer(
             headline = f"неверно заданы параметры: {names}."
         details = [mismatch.describe() for mismatch in mismatches]
         details += [f"Подсказка: {m.hint}" for m in mismatches if m.hint]
-        return failed(title, headline, *details)
+        # Код ошибки вердикта — первой подсказки в тексте.
+        mistake = next((m.mistake for m in mismatches if m.mistake), UNKNOWN)
+        return failed(title, headline, *details, mistake=mistake)
 
     settings = [f"learning_rate={literal(learning_rate)}"]
     settings += [f"{name}={literal(value)}" for name, value in LAB_HYPERPARAMETERS.items()]

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from feedback.answers.mistakes import problem
 from feedback.calling import LearnerProblem
 from feedback.formatting import plural
 from feedback.generation.check import CHECK_TITLE
 from feedback.generation.prompts import PROMPTS
 from feedback.generation.table import _printable, _shorten
-from feedback.result import CheckResult, failed, passed
+from feedback.result import UNKNOWN, CheckResult, failed, passed
 from feedback.values import revive
 
 
@@ -38,14 +39,16 @@ def _as_generation_list(generations: Any, expected: int) -> list[Any]:
             "generations.append(text).",
         )
     if generations is None:
-        raise LearnerProblem(
+        raise problem(
+            "generation.append_result_assigned",
             "вместо списка генераций получено None.",
             "Частая причина — присваивание результата append: generations = generations."
             "append(text). Метод append ничего не возвращает — пишите просто "
             "generations.append(text).",
         )
     if isinstance(generations, str | bytes):
-        raise LearnerProblem(
+        raise problem(
+            "generation.single_string",
             "получена одна строка, а нужен список из "
             f"{plural(expected, 'строки', 'строк', 'строк')} — по одной на запрос.",
             f"Начало строки: {_quote(str(generations))}.",
@@ -68,8 +71,17 @@ def _numbers(numbers: Sequence[int]) -> str:
     return "№ " + ", ".join(map(str, numbers))
 
 
-def _item_problems(items: list[Any], prompts: list[str]) -> tuple[list[str], list[int]]:
-    """Ошибки в отдельных генерациях (одинаковые сгруппированы) и номера «голых» запросов."""
+#: Коды ошибок для генераций не того типа (остальные типы — неизвестная ошибка).
+_TYPE_MISTAKES = {
+    "bytes": "generation.bytes_not_decoded",
+    "list": "generation.list_appended",
+    "tuple": "generation.tuple_appended",
+}
+
+
+def _item_problems(items: list[Any], prompts: list[str]) -> tuple[list[str], list[int], str | None]:
+    """Ошибки в отдельных генерациях (одинаковые сгруппированы), номера «голых» запросов и
+    код первой известной ошибки (в порядке текста)."""
     not_strings: dict[str, list[int]] = {}
     empty: list[int] = []
     misplaced: list[str] = []
@@ -100,6 +112,11 @@ def _item_problems(items: list[Any], prompts: list[str]) -> tuple[list[str], lis
         elif text.strip() == prompt.strip():
             bare.append(number)
     problems = []
+    mistakes = [_TYPE_MISTAKES.get(type_name) for type_name in not_strings]
+    if misplaced:
+        mistakes.append("generation.wrong_prompt")
+    if unprompted:
+        mistakes.append("generation.prompt_stripped")
     for type_name, numbers in not_strings.items():
         hint = {
             "bytes": " Раскодируйте: text.decode('utf-8').",
@@ -131,7 +148,7 @@ def _item_problems(items: list[Any], prompts: list[str]) -> tuple[list[str], lis
             "запрос и продолжение модели. Если вы отрезали запрос (strip_prompt=True), "
             "уберите это."
         )
-    return problems, bare
+    return problems, bare, next((known for known in mistakes if known), None)
 
 
 def judge_generations(observation: Any, prompts: Sequence[str] = PROMPTS) -> CheckResult:
@@ -150,28 +167,33 @@ def judge_generations(observation: Any, prompts: Sequence[str] = PROMPTS) -> Che
         details = [
             f"Ожидалось {plural(expected, 'строка', 'строки', 'строк')} — по одной на запрос."
         ]
+        mistake = None
         if len(items) > expected and len(items) % expected == 0:
+            mistake = "generation.list_not_cleared"
             details.append(
                 "Похоже, ячейку выполнили несколько раз, а список не очищался: создайте его "
                 "заново (generations = []) в той же ячейке, перед циклом."
             )
         elif len(items) < expected:
+            mistake = "generation.missing_generations"
             details.append(
                 "Проверьте, что цикл проходит по всем запросам и append стоит внутри цикла."
             )
-        raise LearnerProblem(
+        raise problem(
+            mistake or UNKNOWN,
             f"в списке {plural(len(items), 'генерация', 'генерации', 'генераций')}, "
             f"а запросов {expected}.",
             *details,
         )
-    problems, bare = _item_problems(items, prompts)
+    problems, bare, mistake = _item_problems(items, prompts)
     if problems:
-        return failed(CHECK_TITLE, "в списке есть ошибки.", *problems)
+        return failed(CHECK_TITLE, "в списке есть ошибки.", *problems, mistake=mistake or UNKNOWN)
     if len(bare) == expected:
         return failed(
             CHECK_TITLE,
             "в списке сами запросы без продолжений.",
             "Добавляйте в список результат генерации, а не сам запрос.",
+            mistake="generation.prompts_only",
         )
     details = []
     if bare:

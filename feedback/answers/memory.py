@@ -19,15 +19,18 @@ def _unit_mistakes(in_bytes: Bytes) -> tuple[Mistake, ...]:
             in_bytes,
             "функция вернула байты, а нужны ГиБ: разделите результат на 1024³ "
             "(для этого есть bytes_to_gb).",
+            "memory.bytes_not_gib",
         ),
         Mistake(
             lambda *args: in_bytes(*args) / 1e9,
             "вы разделили на 10⁹ (это ГБ), а нужны ГиБ: делите на 1024³ = 1 073 741 824. "
             "Разница около 7 %.",
+            "memory.gb_not_gib",
         ),
         Mistake(
             lambda *args: in_bytes(*args) / 1024**2,
             "получились МиБ: делите на 1024³, а не на 1024².",
+            "memory.mib_not_gib",
         ),
     )
 
@@ -46,6 +49,7 @@ def _weights_bytes(param_count: float, bytes_per_param: float) -> float:
 _FORGOT_BYTES = Mistake(
     lambda p, b: p / BYTES_PER_GIB,
     "забыт множитель bytes_per_param: каждый параметр занимает столько байт.",
+    "memory.forgot_bytes_per_param",
 )
 
 PARAM_MEMORY = in_gib(_weights_bytes, _FORGOT_BYTES)
@@ -56,6 +60,7 @@ INPUT_MEMORY = in_gib(
         lambda b, n, t: b * n / BYTES_PER_GIB,
         "забыт множитель bytes_per_token_id: каждый идентификатор токена занимает "
         "несколько байт (int32 — 4 байта).",
+        "memory.forgot_bytes_per_token_id",
     ),
 )
 
@@ -66,6 +71,7 @@ GRADIENT_MEMORY = in_gib(
         lambda p, b: 2 * p * b / BYTES_PER_GIB,
         "градиент — одно число на каждый параметр, поэтому P·b. Два числа на параметр "
         "хранит оптимизатор Adam — это следующая функция.",
+        "memory.gradient_doubled",
     ),
 )
 
@@ -75,15 +81,18 @@ OPTIMIZER_MEMORY = in_gib(
         lambda p, b: p * b / BYTES_PER_GIB,
         "Adam хранит для каждого параметра два числа — первый момент (скользящее среднее "
         "градиента) и второй (скользящее среднее его квадрата), поэтому 2·P·b.",
+        "memory.adam_one_moment",
     ),
     Mistake(
         lambda p, b: 3 * p * b / BYTES_PER_GIB,
         "похоже, сюда добавлены сами веса. Их считает calculate_param_memory; здесь — "
         "только состояние оптимизатора: два момента Adam, 2·P·b.",
+        "memory.adam_with_weights",
     ),
     Mistake(
         lambda p, b: 2 * p / BYTES_PER_GIB,
         "забыт множитель bytes_per_param: 2 момента × P параметров × b байт.",
+        "memory.adam_forgot_bytes_per_param",
     ),
 )
 
@@ -102,6 +111,7 @@ def _missing_factor(position: int) -> Mistake:
         f"в произведении не хватает множителя {name}: в упрощённой модели курса "
         "активации — это batch_size × max_length × num_layers × embedding_dim × "
         "bytes_per_param.",
+        f"memory.activation_missing_{name}",
     )
 
 

@@ -30,7 +30,7 @@ from feedback.precision import (
     VariableFacts,
     dtype_choice,
 )
-from feedback.result import CheckResult, failed, passed
+from feedback.result import UNKNOWN, CheckResult, failed, passed
 from feedback.values import revive
 from feedback.wall import GEMMA_4B_PARAMS
 
@@ -90,28 +90,34 @@ def judge_bfloat16(facts: dict[str, Any]) -> CheckResult:
         if policy:
             details.append(f"Политика точности модели: {policy}.")
         if policy and str(policy).startswith("mixed_"):
+            mistake = "precision.mixed_policy"
             details.append(
                 f"Подсказка: политика {policy} — это смешанная точность: вычисления идут "
                 "в 16 битах, а веса хранятся во float32 (4 байта на параметр), так что "
                 'памяти под веса она не экономит. Загрузите модель с dtype="bfloat16".'
             )
         elif "float32" in found:
+            mistake = "precision.float32_left"
             details.append(
                 "Подсказка: по умолчанию from_preset загружает веса во float32 — 4 байта на "
                 'параметр вместо 2. Загрузите модель заново с dtype="bfloat16": '
                 'Gemma3CausalLM.from_preset(..., dtype="bfloat16").'
             )
         elif "float16" in found:
+            mistake = "precision.float16"
             details.append(
                 "Подсказка: float16 тоже занимает 2 байта, но у него узкий диапазон "
                 "(максимум около 65 504), и при обучении легко получить inf. В лабораторной "
                 'нужен bfloat16: dtype="bfloat16".'
             )
         else:
+            mistake = "precision.not_bfloat16"
             details.append('Подсказка: загрузите модель с dtype="bfloat16".')
-        return failed(title, f"веса хранятся в {found_text}, а не в bfloat16.", *details)
+        return failed(
+            title, f"веса хранятся в {found_text}, а не в bfloat16.", *details, mistake=mistake
+        )
     if not main:
-        return failed(title, "у модели нет весов основной сети.")
+        return failed(title, "у модели нет весов основной сети.", mistake=UNKNOWN)
 
     details.append(
         f"Веса основной сети: {plural(sum(v.size for v in main), *PARAMETERS)} × "
@@ -153,6 +159,7 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
             counts,
             f"Подсказка: после загрузки вызовите model.backbone.enable_lora(rank={rank}) — "
             "до compile и fit.",
+            mistake="lora.not_enabled",
         )
 
     ranks = Counter(layer_rank for _, layer_rank in lora_layers)
@@ -165,6 +172,7 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
             f"Ранг — число столбцов матрицы A и строк матрицы B: чем он больше, тем больше "
             f"обучаемых параметров. Включить LoRA в том же слое второй раз нельзя, поэтому "
             f"загрузите модель заново и вызовите model.backbone.enable_lora(rank={rank}).",
+            mistake="lora.wrong_rank",
         )
 
     missing = [str(path) for path in facts["missing"]]
@@ -177,6 +185,7 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
             + ".",
             f"Подсказка: вызовите model.backbone.enable_lora(rank={rank}) без "
             "target_layer_names — Keras Hub сам выберет слои query и value.",
+            mistake="lora.missing_layers",
         )
 
     trainable = _variables(facts["trainable"])
@@ -194,6 +203,7 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
             "какой-то слой потом снова сделали обучаемым (layer.trainable = True или "
             "model.backbone.trainable = True). Загрузите модель заново и вызовите только "
             f"enable_lora(rank={rank}).",
+            mistake="lora.extra_trainable",
         )
 
     if not any(v.lora for v in trainable):
@@ -204,6 +214,7 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
             "Подсказка: похоже, после enable_lora модель заморозили "
             "(trainable = False). Загрузите модель заново и вызовите только "
             f"enable_lora(rank={rank}).",
+            mistake="lora.frozen",
         )
 
     return passed(
@@ -239,6 +250,7 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             f"≈ {format_gib(GEMMA_4B_PARAMS * LOADABLE_DTYPES[choice] / 1024**3)} и не "
             "поместятся в T4 (лабораторная 7.3).",
             "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32.",
+            mistake="dtype.float32",
         )
     if choice == "float16":
         return failed(
@@ -246,6 +258,7 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             "float16 тоже занимает 2 байта, но его диапазон узок (максимум около 65 504): при "
             "обучении легко получить inf.",
             "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32, — bfloat16.",
+            mistake="dtype.float16",
         )
     if choice in MIXED_POLICIES:
         return failed(
@@ -253,9 +266,11 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             f"{choice} — это смешанная точность: вычисления в 16 битах, а веса хранятся во "
             "float32, так что памяти под веса она не экономит.",
             'Подсказка: нужен тип самих весов, например "bfloat16".',
+            mistake="dtype.mixed_policy",
         )
     return failed(
         title,
         f"Keras не знает тип весов {choice[:40]!r}.",
         "Подходят строки " + ", ".join(f'"{name}"' for name in LOADABLE_DTYPES) + ".",
+        mistake="dtype.unknown_name",
     )

@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from feedback.answers.mistakes import problem
 from feedback.calling import LearnerProblem
 from feedback.formatting import PARAMETERS, format_gib, format_pair, plural
-from feedback.result import CheckResult, failed, passed
+from feedback.result import UNKNOWN, CheckResult, failed, passed
 from feedback.values import revive
 from feedback.wall import GEMMA_4B_PARAMS, WEIGHTS_TITLE, weights_gib
 
@@ -24,34 +25,45 @@ from feedback.wall import GEMMA_4B_PARAMS, WEIGHTS_TITLE, weights_gib
 WEIGHTS_REL_TOL = 1e-2
 
 
-def _weights_mistakes(param_count: float, bytes_per_param: float) -> tuple[tuple[float, str], ...]:
-    """Что получилось бы при типичной ошибке и подсказка к ней."""
+def _weights_mistakes(
+    param_count: float, bytes_per_param: float
+) -> tuple[tuple[float, str, str], ...]:
+    """Что получилось бы при типичной ошибке, подсказка к ней и код ошибки."""
     in_bytes = param_count * bytes_per_param
     return (
-        (in_bytes, "это байты, а нужны ГиБ: разделите на 1024³."),
+        (in_bytes, "это байты, а нужны ГиБ: разделите на 1024³.", "wall.bytes_not_gib"),
         (
             in_bytes / 1e9,
             "вы разделили на 10⁹ — это ГБ. Нужны ГиБ: делите на 1024³ = 1 073 741 824 "
             "(разница около 7 %).",
+            "wall.gb_not_gib",
         ),
-        (in_bytes / 1024**2, "получились МиБ: делите на 1024³, а не на 1024²."),
+        (
+            in_bytes / 1024**2,
+            "получились МиБ: делите на 1024³, а не на 1024².",
+            "wall.mib_not_gib",
+        ),
         (
             weights_gib(param_count, 2),
             "это веса в bfloat16 (2 байта на параметр). Во float32 каждый параметр "
             "занимает 4 байта.",
+            "wall.bfloat16_not_float32",
         ),
         (
             weights_gib(param_count, 8 * bytes_per_param),
             "вы умножили на 32 — это биты. В байте 8 бит, поэтому float32 — 4 байта.",
+            "wall.bits_not_bytes",
         ),
         (
             weights_gib(param_count, 1),
             "забыт множитель: каждый параметр во float32 занимает 4 байта.",
+            "wall.forgot_bytes_per_param",
         ),
         (
             weights_gib(4e9, bytes_per_param),
             "это для круглых 4 млрд параметров. Возьмите точное число параметров "
             "пресета — GEMMA_4B_PARAMS.",
+            "wall.rounded_param_count",
         ),
     )
 
@@ -67,7 +79,8 @@ def _as_gib(value: Any) -> float:
         raise LearnerProblem("в weights_gib_float32 записано None, а нужно число ГиБ.")
     if isinstance(value, bool) or not isinstance(value, int | float):
         kind = f"строка {value[:40]!r}" if isinstance(value, str) else type(value).__name__
-        raise LearnerProblem(
+        raise problem(
+            "wall.number_as_string" if isinstance(value, str) else UNKNOWN,
             f"в weights_gib_float32 записано не число ({kind}).",
             "Запишите само число ГиБ, без кавычек и единиц: форматировать будем при выводе.",
         )
@@ -90,8 +103,8 @@ def judge_weights_memory(
         )
     shown_expected, shown_got = format_pair(expected, got, format_gib)
     details = [f"Ожидалось: {shown_expected}", f"Получено: {shown_got}"]
-    for wrong, hint in _weights_mistakes(param_count, bytes_per_param):
+    for wrong, hint, mistake in _weights_mistakes(param_count, bytes_per_param):
         if math.isclose(got, wrong, rel_tol=WEIGHTS_REL_TOL):
             details.append(f"Подсказка: {hint}")
-            break
-    return failed(WEIGHTS_TITLE, "ответ неверный.", *details)
+            return failed(WEIGHTS_TITLE, "ответ неверный.", *details, mistake=mistake)
+    return failed(WEIGHTS_TITLE, "ответ неверный.", *details, mistake=UNKNOWN)

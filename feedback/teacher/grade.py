@@ -38,7 +38,7 @@ from typing import Any
 
 import nbformat
 
-from feedback.teacher import gradebook, roster, uploads
+from feedback.teacher import analytics, gradebook, roster, uploads
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.release import ROOT, lab_sources
 from feedback.teacher.reports import ReportWriter
@@ -85,6 +85,7 @@ class Run:
     review: list[dict[str, Any]] = field(default_factory=list)
     cases: list[dict[str, Any]] = field(default_factory=list)
     timings: list[dict[str, Any]] = field(default_factory=list)
+    mistakes: list[list[str]] = field(default_factory=list)  # строки mistakes.csv
 
 
 # --------------------------------------------------------------------------- подготовка
@@ -297,6 +298,7 @@ def merge(run: Run, result: dict[str, Any], reports: ReportWriter) -> None:
             {"student_id": student, "lab": lab, "grade_id": grade_id, "params": params}
         )
     run.timings.append({"student_id": student, "lab": lab, "seconds": result.get("wall_seconds")})
+    run.mistakes += analytics.mistake_rows(result)
 
 
 def _merge_safely(run: Run, result: dict[str, Any], reports: ReportWriter) -> None:
@@ -400,6 +402,8 @@ def write_tables(run: Run) -> None:
             ],
         )
     )
+    mistakes = sorted(getattr(run, "mistakes", []))
+    tables.append((analytics.MISTAKES_CSV, analytics.MISTAKES_HEADER, mistakes))
     for name, header, rows in tables:
         path = run.work / name
         write_csv(path, header, _with_earlier(path, header, rows, run))
@@ -588,7 +592,21 @@ def grade(
     after = current_scores(work, uploads_now, before)
     write_csv(work / "changes.csv", CHANGES_HEADER, changes(before, after, set(uploads_now)))
     save_scores(work, after)
+    _analytics(work)
     return work / "grades.csv"
+
+
+def _analytics(work: Path) -> None:
+    """similar.csv, summary.html, mistakes.md; сбой сводки не отменяет уже записанных оценок."""
+    try:
+        written = analytics.after_grading(work)
+    except Exception as error:
+        print(
+            f"Сводка для преподавателя не составлена: {type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
+        return
+    print(f"Сводка составлена за {written['seconds']:.1f} с", file=sys.stderr, flush=True)
 
 
 def _progress(done: int, total: int, result: dict[str, Any]) -> None:
@@ -639,6 +657,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Посмотреть вручную: {work / 'needs_review.csv'}")
     print(f"Отчёты для учащихся: {work / 'feedback_reports'}")
     print(f"Что изменилось с прошлого запуска: {work / 'changes.csv'}")
+    print(f"Типичные ошибки: {work / analytics.MISTAKES_CSV} (к лекции — {analytics.MISTAKES_MD})")
+    print(f"Похожие ответы: {work / analytics.SIMILAR_CSV}")
+    print(f"Сводка для преподавателя: {work / analytics.SUMMARY_HTML}")
     return 0
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import nbformat
 
+from feedback.answers.mistakes import NOT_ASSESSED
 from feedback.calling import CALL_LIMIT_ENV
 from feedback.kernel_guard import PROBE, STARTED
 from feedback.teacher.assemble import SKIP_TAG, assemble, parse_check_call, probe_source
@@ -231,6 +232,7 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
             "points": score.points,
             "passed": score.passed,
             "verdict": str(result),
+            "mistake": result.mistake,  # код типичной ошибки (feedback.answers.mistakes)
         }
         if suspicion:
             review.append({"cell": grade_id, "line": 0, "code": "", "reason": suspicion})
@@ -360,7 +362,11 @@ def unassessed(
     for cell in notebook.cells:
         grading = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and grading.get("grade") and not grading.get("solution"):
-            tests[grading["grade_id"]] = {"score": 0.0, "points": grading.get("points", 0)}
+            tests[grading["grade_id"]] = {
+                "score": 0.0,
+                "points": grading.get("points", 0),
+                "mistake": NOT_ASSESSED,
+            }
     return {
         "student": student,
         "lab": lab,

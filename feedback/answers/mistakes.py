@@ -1,0 +1,132 @@
+"""Коды типичных ошибок курса: единственный их список.
+
+Каждая подсказка к типичной ошибке (:class:`feedback.comparing.Mistake`, подсказки функций
+вердикта в этой папке и таблицы лабораторной 7.2 в :mod:`feedback.flops`) несёт свой код, а
+вердикт — код той ошибки, к которой дана подсказка (:attr:`feedback.result.CheckResult.mistake`).
+Учащийся кода не видит: по кодам преподаватель после ``make grade`` видит, что класс
+понял не так (mistakes.csv, summary.html, mistakes.md — :mod:`feedback.teacher.analytics`).
+
+Код — ``тема.ошибка`` латиницей; у одного кода — одна подсказка, у одной подсказки — один код
+(это проверяет tests/test_teacher_analytics.py). Непройденная проверка без известной
+ошибки получает :data:`~feedback.result.UNKNOWN`, пройденная — никакого.
+"""
+
+from __future__ import annotations
+
+from feedback.calling import LearnerProblem
+from feedback.result import UNKNOWN
+
+#: Работа не оценена вовсе (битый файл, упавшая единица): баллы — нули, причина — в
+#: problems.csv.
+NOT_ASSESSED = "not_assessed"
+
+#: Код → короткое описание ошибки по-русски (для таблиц и страницы преподавателя).
+MISTAKES: dict[str, str] = {
+    UNKNOWN: "ответ неверный, но типичной ошибки не найдено (или ответа нет)",
+    NOT_ASSESSED: "работа не оценена: см. problems.csv",
+    # --------------------------------------------------------------- функции: аргументы
+    "calling.reads_global": "функция берёт глобальную переменную лабораторной вместо аргумента",
+    "calling.ignores_argument": "функция не использует один из своих аргументов",
+    # --------------------------------------------------------------- 7.2 FLOPs
+    "flops.forward_only": "учтён только прямой проход: 2·P·N вместо 6·P·N",
+    "flops.backward_only": "учтён только обратный проход: 4·P·N вместо 6·P·N",
+    "flops.missing_factor_6": "нет множителя 6: P·N вместо 6·P·N",
+    "flops.sum_not_product": "параметры и токены сложены, а не перемножены: 6·(P + N)",
+    "flops.table_missing_scenario": "в таблице нет одного из сценариев",
+    "flops.table_duplicate_scenario": "сценарий в таблице повторяется",
+    "flops.table_unknown_scenario": "в таблице сценарий с неизвестным названием",
+    "flops.table_renamed_scenario": "сценарий в таблице назван не так, как в задании",
+    "flops.table_number_as_string": "FLOPs в таблице записаны строкой, а не числом",
+    "flops.table_function_not_called": "в таблице сама функция, а не её результат",
+    "flops.table_wrong_inputs": "FLOPs посчитаны не от тех Parameters или Tokens",
+    # --------------------------------------------------------------- 7.3 веса Gemma-4B
+    "wall.bytes_not_gib": "память весов в байтах, а не в ГиБ",
+    "wall.gb_not_gib": "память весов в ГБ (÷10⁹), а не в ГиБ (÷1024³)",
+    "wall.mib_not_gib": "память весов в МиБ (÷1024²), а не в ГиБ",
+    "wall.bfloat16_not_float32": "посчитано для bfloat16 (2 байта), а нужен float32",
+    "wall.bits_not_bytes": "умножено на 32 бита вместо 4 байт",
+    "wall.forgot_bytes_per_param": "забыты 4 байта на параметр",
+    "wall.rounded_param_count": "взяты круглые 4 млрд параметров вместо точного числа",
+    "wall.number_as_string": "ответ записан строкой, а не числом",
+    # --------------------------------------------------------------- 7.4 память GPU
+    "memory.bytes_not_gib": "функция вернула байты, а не ГиБ",
+    "memory.gb_not_gib": "деление на 10⁹ (ГБ) вместо 1024³ (ГиБ)",
+    "memory.mib_not_gib": "деление на 1024² (МиБ) вместо 1024³ (ГиБ)",
+    "memory.forgot_bytes_per_param": "забыт множитель bytes_per_param",
+    "memory.forgot_bytes_per_token_id": "забыт множитель bytes_per_token_id",
+    "memory.gradient_doubled": "градиенты посчитаны как два числа на параметр",
+    "memory.adam_one_moment": "у Adam учтён один момент вместо двух",
+    "memory.adam_with_weights": "в память оптимизатора добавлены сами веса (3·P·b)",
+    "memory.adam_forgot_bytes_per_param": "в памяти Adam забыт множитель bytes_per_param",
+    "memory.activation_missing_batch_size": "в активациях нет множителя batch_size",
+    "memory.activation_missing_max_length": "в активациях нет множителя max_length",
+    "memory.activation_missing_num_layers": "в активациях нет множителя num_layers",
+    "memory.activation_missing_embedding_dim": "в активациях нет множителя embedding_dim",
+    "memory.activation_missing_bytes_per_param": "в активациях нет множителя bytes_per_param",
+    # --------------------------------------------------------------- 7.1 генерации
+    "generation.append_result_assigned": "результат append присвоен списку: получилось None",
+    "generation.single_string": "вместо списка генераций одна строка",
+    "generation.list_not_cleared": "список не очищался между запусками ячейки",
+    "generation.missing_generations": "генераций меньше, чем запросов",
+    "generation.bytes_not_decoded": "генерации — байты, а не строки",
+    "generation.list_appended": "в список добавлены списки, а не строки",
+    "generation.tuple_appended": "в список добавлены кортежи, а не строки",
+    "generation.wrong_prompt": "генерация начинается с чужого запроса",
+    "generation.prompt_stripped": "в генерациях отрезан запрос",
+    "generation.prompts_only": "в списке сами запросы без продолжений",
+    # --------------------------------------------------------------- 7.5 точность весов
+    "precision.mixed_policy": "смешанная точность вместо весов в bfloat16",
+    "precision.float32_left": "веса остались во float32",
+    "precision.float16": "веса во float16, а не в bfloat16",
+    "precision.not_bfloat16": "веса не в bfloat16",
+    "dtype.float32": "для загрузки выбран float32 (или float64), а не 16-битный тип",
+    "dtype.float16": "для загрузки выбран float16, а не bfloat16",
+    "dtype.mixed_policy": "выбрана политика смешанной точности, а не тип весов",
+    "dtype.unknown_name": "тип весов, которого Keras не знает",
+    # --------------------------------------------------------------- 7.5 LoRA
+    "lora.not_enabled": "LoRA не включена",
+    "lora.wrong_rank": "LoRA включена с другим рангом",
+    "lora.missing_layers": "LoRA включена не во всех слоях внимания",
+    "lora.extra_trainable": "кроме матриц LoRA обучаются и другие веса",
+    "lora.frozen": "матрицы LoRA заморожены",
+    # --------------------------------------------------------------- 7.5, 7.6 оптимизатор
+    "optimizer.adam_not_adamw": "Adam вместо AdamW",
+    "optimizer.not_adamw": "оптимизатор не AdamW",
+    "optimizer.lr_schedule": "расписание вместо постоянной скорости обучения",
+    "optimizer.lr_sqrt_k": "скорость обучения умножена на √k, а не на k",
+    "optimizer.lr_not_scaled": "скорость обучения не умножена на число микробатчей на шаг",
+    "optimizer.lr_from_7_5": "скорость обучения из лабораторной 7.5 в 7.6",
+    "optimizer.lr_with_accumulation": "скорость обучения для накопления ×8 без накопления",
+    "optimizer.lr_other_lab": "скорость обучения из другой лабораторной",
+    "optimizer.lr_default": "learning_rate не передан: значение Keras по умолчанию",
+    "optimizer.no_clipnorm": "нет clipnorm",
+    "optimizer.default_weight_decay": "weight_decay не передан: значение Keras по умолчанию",
+    "optimizer.default_beta_1": "beta_1 не передан: значение Keras по умолчанию",
+    "optimizer.default_beta_2": "beta_2 не передан: значение Keras по умолчанию",
+    "optimizer.default_epsilon": "epsilon не передан: значение Keras по умолчанию",
+    "optimizer.global_clipnorm": "global_clipnorm вместо clipnorm",
+    "optimizer.clipvalue": "обрезка градиента по значению (clipvalue)",
+    "optimizer.no_accumulation": "накопление градиентов не включено",
+    "optimizer.unexpected_accumulation": "накопление градиентов там, где его нет",
+    "optimizer.wrong_accumulation_steps": "не то число микробатчей на шаг",
+}
+
+
+def describe(mistake: str | None) -> str:
+    """Описание ошибки по коду; незнакомый код описывается как есть."""
+    if not mistake:
+        return ""
+    return MISTAKES.get(mistake, f"незнакомый код ошибки {mistake}")
+
+
+def problem(mistake: str, headline: str, *details: str) -> LearnerProblem:
+    """:class:`~feedback.calling.LearnerProblem` с кодом типичной ошибки для вердикта.
+
+    Так функция вердикта называет ошибку, когда отвечает исключением:
+    :meth:`feedback.graded.GradedCheck.judge_envelope` переносит код в вердикт.
+    """
+    if mistake not in MISTAKES:
+        raise KeyError(f"кода ошибки {mistake!r} нет в feedback.answers.mistakes.MISTAKES")
+    found = LearnerProblem(headline, *details)
+    found.mistake = mistake  # type: ignore[attr-defined]
+    return found

@@ -1,0 +1,373 @@
+"""Что класс понял не так: типичные ошибки, похожие ответы и сводка после ``make grade``.
+
+Вердикт каждой непройденной проверки несёт код типичной ошибки
+(:attr:`feedback.result.CheckResult.mistake`, список — :mod:`feedback.answers.mistakes`);
+единица кладёт его в результат (``tests[grade_id]["mistake"]``), а родительский процесс —
+в строку mistakes.csv (:func:`mistake_rows`). После записи всех таблиц
+:func:`after_grading` пишет:
+
+- similar.csv — пары почти одинаковых ответов (:mod:`feedback.teacher.similarity`) по
+  проверенным тетрадкам autograded/;
+- summary.html — страница преподавателя (:mod:`feedback.teacher.summary`);
+- mistakes.md — три самые частые ошибки каждой лабораторной с подсказкой, которую видели
+  учащиеся: к следующей лекции.
+
+Всё читается из рабочей папки (таблицы, выпуски, autograded/, база оценок), поэтому
+сводка охватывает и работы прежних запусков, а пересчитать её можно отдельно:
+``python -m feedback.teacher.analytics``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from feedback.answers.mistakes import NOT_ASSESSED, describe
+from feedback.result import UNKNOWN
+from feedback.teacher.similarity import SIMILAR_HEADER, similar_rows, tasks_from
+from feedback.teacher.tables import write_csv
+
+MISTAKES_CSV = "mistakes.csv"
+SIMILAR_CSV = "similar.csv"
+SUMMARY_HTML = "summary.html"
+MISTAKES_MD = "mistakes.md"
+#: Столбцы mistakes.csv: кто, какое задание, код и описание ошибки и подсказка из вердикта.
+MISTAKES_HEADER = ["student_id", "lab", "task", "mistake", "description", "hint"]
+#: Коды, которые не ошибки по существу: в список к лекции не попадают.
+NOT_MISTAKES = {UNKNOWN, NOT_ASSESSED}
+HINT_MARK = "Подсказка:"
+
+
+# --------------------------------------------------------------------------- mistakes.csv
+
+
+#: Сколько символов вердикта без «Подсказки» брать как подсказку.
+HINT_CHARS = 300
+
+
+def hint_from_verdict(verdict: str) -> str:
+    """Подсказка, которую увидел учащийся: текст после первой «Подсказка:» в вердикте.
+
+    В вердикте без слова «Подсказка» (таблица со сценариями, список генераций) подсказка —
+    весь его текст: заголовок и пояснения одной строкой, до :data:`HINT_CHARS` символов.
+    """
+    lines = [line.strip() for line in str(verdict).splitlines() if line.strip()]
+    for line in lines:
+        if HINT_MARK in line:
+            return line.split(HINT_MARK, 1)[1].strip()
+    if not lines:
+        return ""
+    headline = lines[0].split(": ", 1)[1] if ": " in lines[0] else lines[0]
+    text = " ".join([headline, *lines[1:]])
+    return text if len(text) <= HINT_CHARS else text[: HINT_CHARS - 1] + "…"
+
+
+def mistake_rows(result: Mapping[str, Any]) -> list[list[str]]:
+    """Строки mistakes.csv для результата единицы: по одной на непройденное задание."""
+    rows = []
+    for grade_id, test in sorted(result.get("tests", {}).items()):
+        if not isinstance(test, Mapping) or test.get("passed"):
+            continue
+        mistake = str(test.get("mistake") or UNKNOWN)
+        hint = hint_from_verdict(test.get("verdict", "")) if mistake not in NOT_MISTAKES else ""
+        rows.append([result["student"], result["lab"], grade_id, mistake, describe(mistake), hint])
+    return rows
+
+
+# --------------------------------------------------------------------------- чтение папки
+
+
+def read_table(path: Path) -> list[dict[str, str]]:
+    """Строки таблицы CSV (пустой список, если её нет)."""
+    if not path.is_file():
+        return []
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def releases(work: Path) -> dict[str, dict]:
+    """Выпуски лабораторных из рабочей папки (release/<лаб>/<лаб>.ipynb) как JSON."""
+    found = {}
+    for path in sorted((work / "release").glob("*/*.ipynb")):
+        if path.stem == path.parent.name:
+            found[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+    return found
+
+
+def auto_tasks(release: Mapping) -> list[str]:
+    """Ячейки-тесты автопроверки выпуска (grade_id по порядку)."""
+    tasks = []
+    for cell in release.get("cells", []):
+        grading = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("cell_type") == "code" and grading.get("grade") and not grading.get("solution"):
+            tasks.append(grading["grade_id"])
+    return tasks
+
+
+def autograded(work: Path) -> Iterator[tuple[str, str, dict]]:
+    """Проверенные тетрадки: (учащийся, лабораторная, тетрадка JSON) из autograded/."""
+    root = work / "autograded"
+    for path in sorted(root.glob("*/*/*.ipynb")):
+        lab, student = path.parent.name, path.parent.parent.name
+        if path.stem != lab:
+            continue
+        try:
+            yield student, lab, json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+
+
+# --------------------------------------------------------------------------- сводка данных
+
+
+@dataclass
+class TaskStats:
+    """Задание автопроверки по классу: сколько работ, сколько прошли, какие ошибки."""
+
+    lab: str
+    task: str
+    total: int = 0
+    passed: int = 0
+    mistakes: Counter = field(default_factory=Counter)
+    hints: dict[str, Counter] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        return self.total - self.passed
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    def share(self, mistake: str) -> float:
+        """Доля работ задания с этой ошибкой (от всех работ задания)."""
+        return self.mistakes[mistake] / self.total if self.total else 0.0
+
+
+#: Непройденная проверка без строки в mistakes.csv (оценена версией без кодов ошибок).
+NO_CODE = "—"
+
+
+@dataclass
+class ClassData:
+    """Всё, что показывает сводка: по лабораторным, заданиям и спискам таблиц."""
+
+    labs: list[str]
+    scores: dict[str, list[tuple[float, float]]]  # лаб → [(баллы, максимум)]
+    tasks: dict[str, list[TaskStats]]  # лаб → задания по порядку выпуска
+    problems: list[dict[str, str]]
+    review: list[dict[str, str]]
+    similar: list[dict[str, str]]
+    pending: list[dict[str, Any]]
+    slowest: list[dict[str, str]]
+
+    def top_mistakes(self, lab: str, count: int = 3) -> list[tuple[str, int, str]]:
+        """Самые частые ошибки лабораторной: (код, сколько раз, самая частая подсказка)."""
+        total: Counter = Counter()
+        hints: dict[str, Counter] = {}
+        for stats in self.tasks.get(lab, []):
+            for mistake, number in stats.mistakes.items():
+                if mistake in NOT_MISTAKES or mistake == NO_CODE:
+                    continue
+                total[mistake] += number
+                hints.setdefault(mistake, Counter()).update(stats.hints.get(mistake, {}))
+        ranked = sorted(total.items(), key=lambda item: (-item[1], item[0]))[:count]
+        return [
+            (mistake, number, hints[mistake].most_common(1)[0][0] if hints[mistake] else "")
+            for mistake, number in ranked
+        ]
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def pending_manual(work: Path) -> list[dict[str, Any]]:
+    """Работы, которые ждут ручной проверки (nbgrader needs_manual_grade без оценки)."""
+    from feedback.teacher import gradebook
+
+    if not (work / "gradebook.db").is_file():
+        return []
+    waiting = []
+    for (student, lab), result in sorted(gradebook.results(work).items()):
+        tasks = sorted(name for name, task in result.tasks.items() if task.pending)
+        if tasks:
+            waiting.append(
+                {
+                    "student_id": student,
+                    "lab": lab,
+                    "tasks": tasks,
+                    "points": result.pending_points,
+                }
+            )
+    return waiting
+
+
+#: Долгая работа: не меньше SLOW_SECONDS и во SLOW_FACTOR раз дольше медианы своей
+#: лабораторной (у GPU-лабораторных своя медиана).
+SLOW_SECONDS = 5.0
+SLOW_FACTOR = 3.0
+
+
+def slow_works(timings: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Строки timings.csv долгих работ, самые долгие первыми.
+
+    Только заметно долгие, а не просто первые по времени: секунды обычной работы от запуска
+    к запуску разные, а сводка одних и тех же итогов должна быть одной и той же (make grade
+    с JOBS=1, 2 и Dask сравниваются побайтно); долгую работу — зависшую, упёршуюся в лимит —
+    видно в любом запуске.
+    """
+    by_lab: dict[str, list[float]] = {}
+    for row in timings:
+        seconds = _number(row.get("seconds"))
+        if seconds:
+            by_lab.setdefault(row.get("lab", ""), []).append(seconds)
+    medians = {lab: sorted(values)[len(values) // 2] for lab, values in by_lab.items()}
+    slow = [
+        row
+        for row in timings
+        if (seconds := _number(row.get("seconds")))
+        and seconds >= max(SLOW_SECONDS, SLOW_FACTOR * medians[row.get("lab", "")])
+    ]
+    return sorted(slow, key=lambda row: (-(_number(row["seconds"]) or 0.0), row["student_id"]))
+
+
+def class_data(work: Path, slowest: int = 10) -> ClassData:
+    """Данные сводки из рабочей папки после оценивания."""
+    released = releases(work)
+    by_task = read_table(work / "grades_by_task.csv")
+    mistakes = read_table(work / MISTAKES_CSV)
+    labs = sorted(released)
+    stats: dict[tuple[str, str], TaskStats] = {}
+    order = {lab: auto_tasks(released[lab]) for lab in labs}
+    for lab in labs:
+        for task in order[lab]:
+            stats[(lab, task)] = TaskStats(lab, task)
+    failed_works: set[tuple[str, str, str]] = set()
+    for row in by_task:
+        key = (row["assignment"], row["grade_id"])
+        if key not in stats:
+            continue  # письменный ответ или задание, которого больше нет в выпуске
+        entry = stats[key]
+        entry.total += 1
+        score, top = _number(row.get("auto_score")), _number(row.get("max_score")) or 0.0
+        if top > 0 and score is not None and score >= top:
+            entry.passed += 1
+        else:
+            failed_works.add((row["student_id"], row["assignment"], row["grade_id"]))
+    coded: set[tuple[str, str, str]] = set()
+    for row in mistakes:
+        work_key = (row["student_id"], row["lab"], row["task"])
+        key = (row["lab"], row["task"])
+        if key not in stats or work_key not in failed_works or work_key in coded:
+            continue
+        coded.add(work_key)
+        entry = stats[key]
+        entry.mistakes[row["mistake"]] += 1
+        if row.get("hint"):
+            entry.hints.setdefault(row["mistake"], Counter())[row["hint"]] += 1
+    for _student, lab, task in failed_works - coded:
+        stats[(lab, task)].mistakes[NO_CODE] += 1
+    scores: dict[str, list[tuple[float, float]]] = {lab: [] for lab in labs}
+    for row in read_table(work / "grades.csv"):
+        if row.get("assignment") in scores:
+            score = _number(row.get("score")) or 0.0
+            scores[row["assignment"]].append((score, _number(row.get("max_score")) or 0.0))
+    timings = slow_works(read_table(work / "timings.csv"))
+    return ClassData(
+        labs=labs,
+        scores=scores,
+        tasks={lab: [stats[(lab, task)] for task in order[lab]] for lab in labs},
+        problems=read_table(work / "problems.csv"),
+        review=read_table(work / "needs_review.csv"),
+        similar=read_table(work / SIMILAR_CSV),
+        pending=pending_manual(work),
+        slowest=timings[:slowest],
+    )
+
+
+# --------------------------------------------------------------------------- mistakes.md
+
+
+def lecture_notes(data: ClassData) -> str:
+    """Markdown к следующей лекции: по три самые частые ошибки каждой лабораторной."""
+    lines = ["# Типичные ошибки класса — к следующей лекции", ""]
+    for lab in data.labs:
+        top = data.top_mistakes(lab)
+        works = max((stats.total for stats in data.tasks.get(lab, [])), default=0)
+        if not works:
+            continue
+        lines += [f"## {lab}", ""]
+        if not top:
+            lines += ["Типичных ошибок не найдено.", ""]
+            continue
+        for number, (mistake, count, hint) in enumerate(top, start=1):
+            lines.append(
+                f"{number}. **{_md(describe(mistake))}** (`{mistake}`) — {count} из {works} работ."
+            )
+            if hint:
+                lines.append(f"   Подсказка, которую видели учащиеся: «{_md(hint)}»")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md(text: str) -> str:
+    """Текст для Markdown без разметки: подсказки курса, но мало ли что в них попадёт."""
+    for char in "\\`*_[]<>#|":
+        text = text.replace(char, "\\" + char)
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------- всё вместе
+
+
+def write_similar(work: Path) -> Path:
+    """similar.csv по проверенным тетрадкам autograded/ и выпускам лабораторных."""
+    tasks = tasks_from(releases(work), autograded(work))
+    path = work / SIMILAR_CSV
+    write_csv(path, SIMILAR_HEADER, similar_rows(tasks))
+    return path
+
+
+def after_grading(work: Path) -> dict[str, Any]:
+    """similar.csv, summary.html и mistakes.md; пути и сколько секунд это заняло."""
+    from feedback.teacher.summary import write_summary
+
+    started = time.monotonic()
+    similar = write_similar(work)
+    data = class_data(work)
+    summary = write_summary(work / SUMMARY_HTML, data)
+    notes = work / MISTAKES_MD
+    notes.write_text(lecture_notes(data), encoding="utf-8")
+    return {
+        "similar": similar,
+        "summary": summary,
+        "notes": notes,
+        "seconds": time.monotonic() - started,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from feedback.teacher.grade import work_dir
+
+    args = sys.argv[1:] if argv is None else argv
+    work = Path(args[0]).resolve() if args else work_dir()
+    written = after_grading(work)
+    print(f"Похожие ответы: {written['similar']}")
+    print(f"К следующей лекции: {written['notes']}")
+    print(f"Сводка для преподавателя: {written['summary']} ({written['seconds']:.1f} с)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
