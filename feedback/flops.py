@@ -15,7 +15,7 @@ from feedback.calling import LearnerProblem
 from feedback.comparing import FunctionTask, answer, is_close, log_uniform
 from feedback.formatting import format_flops, format_number, format_pair, parse_number, plural
 from feedback.graded import GradedCheck, graded_check
-from feedback.result import CheckResult, failed, passed
+from feedback.result import UNKNOWN, CheckResult, failed, passed
 from feedback.values import describe, revive
 
 #: Сценарии задания 2: название (как в таблице), параметры P, токены N.
@@ -86,21 +86,74 @@ def _rows_as_dicts(rows: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _scenario_problems(rows: list[dict[str, Any]]) -> list[str]:
+#: Ошибка в таблице: текст для учащегося и код типичной ошибки (``None`` — неизвестная).
+Problem = tuple[str, str | None]
+
+
+def _scenario_problems(rows: list[dict[str, Any]]) -> list[Problem]:
+    """Ошибки в названиях сценариев: нет, повторяется, неизвестно — или, похоже, переименовано.
+
+    Неизвестное название, похожее на отсутствующее (одно содержит другое или
+    :class:`difflib.SequenceMatcher` без учёта регистра, пробелов и знаков даёт не меньше 0,6), —
+    одна ошибка «похоже, «X» — это «Y»: переименуйте», а не две («нет» и «неизвестный»).
+    """
+    import difflib
+
     names = [str(row["Scenario"]).strip() for row in rows]
     known = [name for name, _, _ in SCENARIOS]
-    problems = []
+    missing = [name for name in known if name not in names]
+    unknown = [name for name in dict.fromkeys(names) if name not in known]
+
+    def letters(name: str) -> str:
+        return "".join(char for char in name.casefold() if char.isalnum())
+
+    def likeness(written: str, expected: str) -> float:
+        got, want = letters(written), letters(expected)
+        if len(got) >= 2 and (got in want or want in got):
+            return 1.0
+        return difflib.SequenceMatcher(None, got, want).ratio()
+
+    candidates = sorted(
+        (
+            (likeness(written, expected), written, expected)
+            for written in unknown
+            for expected in missing
+        ),
+        key=lambda candidate: -candidate[0],
+    )
+    renamed: dict[str, str] = {}  # название из задания → как его написали в таблице
+    for score, written, expected in candidates:
+        if score >= 0.6 and expected not in renamed and written not in renamed.values():
+            renamed[expected] = written
+
+    problems: list[Problem] = []
     for name in known:
         count = names.count(name)
-        if count == 0:
-            problems.append(f"Нет сценария «{name}».")
-        elif count > 1:
-            problems.append(f"Сценарий «{name}» встречается {plural(count, 'раз', 'раза', 'раз')}.")
-    for name in dict.fromkeys(names):
-        if name not in known:
+        if name in renamed:
             problems.append(
-                f"Неизвестный сценарий «{name}»: названия должны быть как в задании "
-                f"({', '.join(known)})."
+                (
+                    f"Похоже, «{renamed[name]}» — это «{name}»: переименуйте, названия сценариев "
+                    "должны быть точно как в задании.",
+                    "flops.table_renamed_scenario",
+                )
+            )
+        elif count == 0:
+            problems.append((f"Нет сценария «{name}».", "flops.table_missing_scenario"))
+        elif count > 1:
+            problems.append(
+                (
+                    f"Сценарий «{name}» встречается {plural(count, 'раз', 'раза', 'раз')}.",
+                    "flops.table_duplicate_scenario",
+                )
+            )
+    for name in unknown:
+        if name not in renamed.values():
+            problems.append(
+                (
+                    f"Неизвестный сценарий «{name}»: названия должны быть как в задании "
+                    f"({', '.join(known)}).",
+                    "flops.table_unknown_scenario",
+                )
             )
     return problems
 
@@ -116,37 +169,39 @@ def _given_number(value: Any) -> float | None:
     return None
 
 
-def _cell_problem(name: str, value: Any) -> str | None:
+def _cell_problem(name: str, value: Any) -> Problem | None:
     """Что не так с ячейкой FLOPs, если в ней не число; ``None`` — в ней число."""
     where = f"«{name}», FLOPs:"
     if value is Ellipsis:
-        return f"«{name}»: вместо FLOPs осталось «…» — впишите число."
+        return f"«{name}»: вместо FLOPs осталось «…» — впишите число.", None
     if value is None:
-        return f"{where} в ячейке None — впишите число."
+        return f"{where} в ячейке None — впишите число.", None
     if isinstance(value, bool):
-        return f"{where} в ячейке логическое значение {value}, а нужно число."
+        return f"{where} в ячейке логическое значение {value}, а нужно число.", None
     if isinstance(value, str):
         text = f"{where} в ячейке строка {value[:40]!r}, а нужно число."
         if parse_number(value) is not None:
             text += " Уберите кавычки: форматировать будем при выводе таблицы."
-        return text
+            return text, "flops.table_number_as_string"
+        return text, None
     if isinstance(value, list | tuple | dict | set):
         kind = {list: "список", tuple: "кортеж", dict: "словарь", set: "множество"}[type(value)]
-        return f"{where} в ячейке {kind}, а нужно одно число."
+        return f"{where} в ячейке {kind}, а нужно одно число.", None
     if not isinstance(value, int | float):
         kind = type(value).__name__
         text = f"{where} в ячейке объект типа {kind}, а нужно число."
         if kind == "function":
             text += " Похоже, функция не вызвана: нужен её результат, compute_num_flops(P, N)."
-        return text
+            return text, "flops.table_function_not_called"
+        return text, None
     if math.isnan(value):
-        return f"{where} в ячейке NaN («не число»)."
+        return f"{where} в ячейке NaN («не число»).", None
     if math.isinf(value):
-        return f"{where} в ячейке бесконечность."
+        return f"{where} в ячейке бесконечность.", None
     return None
 
 
-def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[str]:
+def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[Problem]:
     """Ошибки строки: оценивается только FLOPs; Parameters и Tokens даны в задании.
 
     Данные столбцы могут быть числами или строками («110 млн» — так их мог
@@ -163,6 +218,7 @@ def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[str
         return []
     shown_expected, shown_got = format_pair(expected, got, format_flops)
     text = f"«{name}», FLOPs: ожидалось {shown_expected}, получено {shown_got}."
+    mistake = None
     for column, given in (("Parameters", params), ("Tokens", tokens)):
         value = _given_number(row[column])
         if value is not None and not is_close(value, given, 1e-3):
@@ -170,11 +226,13 @@ def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[str
                 f" В столбце {column} у вас {format_number(value)}, а в задании "
                 f"{format_number(given)} — проверьте, от чего посчитаны FLOPs."
             )
-    for mistake in reference.mistakes:
-        if is_close(got, mistake.formula(params, tokens), TABLE_REL_TOL):
-            text += f" Подсказка: {mistake.hint}"
+            mistake = mistake or "flops.table_wrong_inputs"
+    for known in reference.mistakes:
+        if is_close(got, known.formula(params, tokens), TABLE_REL_TOL):
+            text += f" Подсказка: {known.hint}"
+            mistake = known.id
             break
-    return [text]
+    return [(text, mistake)]
 
 
 def _judge_final_results(observation: Any) -> CheckResult:
@@ -186,7 +244,16 @@ def _judge_final_results(observation: Any) -> CheckResult:
             problems += _row_problems(by_name[name], params, tokens)
     if problems:
         found = plural(len(problems), "ошибка", "ошибки", "ошибок")
-        return failed("final_results_data", f"в таблице {found}.", *problems)
+        # Код ошибки вердикта — той, к которой первая «Подсказка:» в тексте, иначе первой
+        # известной.
+        hinted = [known for text, known in problems if known and "Подсказка:" in text]
+        mistake = next(iter(hinted), None) or next((k for _, k in problems if k), UNKNOWN)
+        return failed(
+            "final_results_data",
+            f"в таблице {found}.",
+            *(text for text, _ in problems),
+            mistake=mistake,
+        )
     return passed("final_results_data", "все четыре сценария на месте, FLOPs верные.")
 
 

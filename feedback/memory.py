@@ -31,7 +31,7 @@ SAMPLERS = {
 GLOBALS = {
     "param_count": "PARAM_COUNT",
     "bytes_per_param": "BYTES_PER_PARAMETER",
-    "bytes_per_token_id": "BYTES_PER_PARAMETER",
+    "bytes_per_token_id": "BYTES_PER_TOKEN_ID",
     "batch_size": "BATCH_SIZE",
     "max_length": "MAX_LENGTH",
     "num_layers": "NUM_LAYERS",
@@ -65,8 +65,13 @@ def check_calculate_param_memory(fn: Any, cases: Cases = None) -> CheckResult:
     """Проверяет ``calculate_param_memory(param_count, bytes_per_param)`` = P·b в ГиБ."""
 
 
+#: Открытые случаи идут цепочкой: каждый следующий меняет у предыдущего (или у первого) один
+#: аргумент. Функция, которая вместо аргумента берёт глобальную переменную тетрадки, впервые
+#: ошибается как раз на таком соседе — и подсказка называет эту переменную.
 INPUT_CASES = (
     {"batch_size": 8, "max_length": 1024, "bytes_per_token_id": 4},
+    {"batch_size": 8, "max_length": 1024, "bytes_per_token_id": 2},
+    {"batch_size": 32, "max_length": 1024, "bytes_per_token_id": 4},
     {"batch_size": 32, "max_length": 2048, "bytes_per_token_id": 4},
     {"batch_size": 3, "max_length": 400, "bytes_per_token_id": 2},
 )
@@ -95,11 +100,18 @@ def check_calculate_optimizer_memory(fn: Any, cases: Cases = None) -> CheckResul
 
 
 ACTIVATION_ARGS = ("batch_size", "max_length", "num_layers", "embedding_dim", "bytes_per_param")
-ACTIVATION_CASES = (
-    dict(zip(ACTIVATION_ARGS, (8, 1024, 32, 2560, 4), strict=True)),
-    dict(zip(ACTIVATION_ARGS, (8, 1024, 32, 2560, 2), strict=True)),
-    dict(zip(ACTIVATION_ARGS, (3, 400, 26, 1152, 2), strict=True)),
-    dict(zip(ACTIVATION_ARGS, (16, 2048, 48, 3840, 4), strict=True)),
+#: Цепочка, как у INPUT_CASES: от констант лабораторной по одному аргументу за шаг.
+ACTIVATION_CASES = tuple(
+    dict(zip(ACTIVATION_ARGS, values, strict=True))
+    for values in (
+        (8, 1024, 32, 2560, 4),
+        (8, 1024, 32, 2560, 2),  # bytes_per_param
+        (3, 1024, 32, 2560, 2),  # batch_size
+        (3, 400, 32, 2560, 2),  # max_length
+        (3, 400, 26, 2560, 2),  # num_layers
+        (3, 400, 26, 1152, 2),  # embedding_dim
+        (16, 2048, 48, 3840, 4),
+    )
 )
 ACTIVATION_MEMORY = _task("calculate_activation_memory", ACTIVATION_CASES, "ACTIVATION_MEMORY")
 

@@ -150,9 +150,44 @@ def test_malformed_tables_get_a_verdict(rows, verdict):
 
 def test_unknown_scenario_is_named():
     rows = table()
-    rows[0]["Scenario"] = "BERT"
+    rows[0]["Scenario"] = "GPT-3"  # ни на один сценарий задания не похоже
     message = flops.check_final_results(rows).message
-    assert "Неизвестный сценарий «BERT»" in message
+    assert "Неизвестный сценарий «GPT-3»" in message
+    assert "Нет сценария «BERT-Base»" in message and "Похоже" not in message
+
+
+@pytest.mark.parametrize(
+    ("index", "written"),
+    [
+        (2, "Gemma-1B"),  # без «(Africa Galore)»
+        (2, "gemma 1b africa galore"),
+        (0, "BERT"),
+        (0, "Bert base"),
+        (1, "T5 large"),
+        (3, "PaLM-540B"),
+    ],
+)
+def test_a_renamed_scenario_is_one_problem_with_the_name_it_resembles(index, written):
+    rows = table()
+    expected = rows[index]["Scenario"]
+    rows[index]["Scenario"] = written
+    result = flops.check_final_results(rows)
+    assert not result.passed
+    assert result.headline == "в таблице 1 ошибка."
+    assert f"Похоже, «{written}» — это «{expected}»: переименуйте" in result.message
+    assert "Нет сценария" not in result.message and "Неизвестный сценарий" not in result.message
+
+
+def test_each_unknown_name_is_paired_with_its_own_missing_scenario():
+    rows = table()
+    rows[0]["Scenario"], rows[3]["Scenario"] = "Palm", "bert-base"
+    rows[1]["Scenario"] = "Llama"  # не похоже ни на один пропавший сценарий
+    result = flops.check_final_results(rows)
+    assert "Похоже, «bert-base» — это «BERT-Base»" in result.message
+    assert "Похоже, «Palm» — это «PaLM»" in result.message
+    assert "Нет сценария «T5-Large»" in result.message
+    assert "Неизвестный сценарий «Llama»" in result.message
+    assert result.headline == "в таблице 4 ошибки."
 
 
 @pytest.mark.parametrize(

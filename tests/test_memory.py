@@ -135,3 +135,61 @@ def test_a_function_reading_a_global_instead_of_its_argument_gets_a_hint():
 def test_without_a_neighbouring_case_there_is_no_global_hint():
     result = memory.check_calculate_param_memory(lambda p, b: 1.0, cases=[(1e9, 2)])
     assert not result.passed and "глобальную" not in result.message
+
+
+def test_a_function_reading_the_token_id_global_gets_a_hint_in_the_open_cases():
+    bytes_per_token_id_global = 4  # как BYTES_PER_TOKEN_ID в тетрадке
+
+    def calculate_input_data_memory(batch_size, max_length, bytes_per_token_id):
+        return batch_size * max_length * bytes_per_token_id_global / 1024**3
+
+    result = memory.check_calculate_input_data_memory(calculate_input_data_memory)
+    assert not result.passed
+    assert "не меняется, когда меняется bytes_per_token_id" in result.message
+    assert "глобальную переменную BYTES_PER_TOKEN_ID" in result.message
+    assert "BYTES_PER_PARAMETER" not in result.message
+
+
+#: Константы лабораторной 7.4: функция, которая берёт их вместо аргументов.
+LAB_CONSTANTS = {
+    "batch_size": ("BATCH_SIZE", 8),
+    "max_length": ("MAX_LENGTH", 1024),
+    "num_layers": ("NUM_LAYERS", 32),
+    "embedding_dim": ("EMBEDDING_DIM", 2560),
+    "bytes_per_param": ("BYTES_PER_PARAMETER", 4),
+}
+
+
+@pytest.mark.parametrize("argument", memory.ACTIVATION_ARGS)
+def test_each_activation_global_is_named_in_the_open_cases(argument):
+    constant, value = LAB_CONSTANTS[argument]
+    position = memory.ACTIVATION_ARGS.index(argument)
+
+    def calculate_activation_memory(*args):
+        args = list(args)
+        args[position] = value  # глобальная переменная вместо аргумента
+        product = 1
+        for factor in args:
+            product *= factor
+        return product / GIB
+
+    result = memory.check_calculate_activation_memory(calculate_activation_memory)
+    assert not result.passed
+    assert f"не меняется, когда меняется {argument}" in result.message
+    assert f"глобальную переменную {constant}" in result.message
+
+
+@pytest.mark.parametrize(
+    ("argument", "constant", "value"),
+    [("batch_size", "BATCH_SIZE", 8), ("max_length", "MAX_LENGTH", 1024)],
+)
+def test_each_input_global_is_named_in_the_open_cases(argument, constant, value):
+    position = ("batch_size", "max_length", "bytes_per_token_id").index(argument)
+
+    def calculate_input_data_memory(*args):
+        args = list(args)
+        args[position] = value
+        return args[0] * args[1] * args[2] / GIB
+
+    result = memory.check_calculate_input_data_memory(calculate_input_data_memory)
+    assert f"глобальную переменную {constant}" in result.message

@@ -208,7 +208,7 @@ def test_report_titles_come_from_the_course_not_from_the_learner():
     nb.cells.insert(0, added)
     resources = {}
     nb, _ = ReportCleanup().preprocess(nb, resources)
-    assert resources[REPORT_KEY]["lab_title"] == "Лабораторная 7.5. Дообучите модель в bfloat16"
+    assert resources[REPORT_KEY]["lab_title"] == "Лабораторная 7.5. Дообучите Gemma-4B на одной T4"
     titles = {
         cell.metadata.nbgrader.grade_id: cell.metadata[REPORT_KEY]["title"]
         for cell in nb.cells
