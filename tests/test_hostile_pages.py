@@ -34,7 +34,7 @@ ACTIVE_JS = f"""
 
 
 def _inspect(page, url: str, root: str) -> dict:
-    page.goto(url, wait_until="load")
+    page.goto(url, wait_until="load", timeout=120_000)
     return page.evaluate(ACTIVE_JS, root)
 
 
