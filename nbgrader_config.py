@@ -67,3 +67,7 @@ if "validate" in sys.argv[1:2]:
     # Как и make grade, validate не выполняет ячейки, которые проверкам не нужны (обучение,
     # графики): они помечены тегом SKIP_TAG (grading-skip).
     c.Execute.skip_cells_with_tag = SKIP_TAG
+    # Ячейки с моделью идут десятки секунд, а на занятой машине — и минуты; по умолчанию
+    # nbgrader ждёт ячейку 30 с, а её вывод после ответа ядра — 4 с, и роняет тетрадку.
+    c.Execute.timeout = 600
+    c.Execute.iopub_timeout = 60

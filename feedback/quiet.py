@@ -45,6 +45,16 @@ CHATTER = re.compile(
 
 # Неполная строка без продолжения дольше этого срока уходит как есть (полосы загрузки).
 _PARTIAL_LINE_WAIT_S = 0.2
+# Начало служебной строки ждёт продолжения дольше: SentencePiece пишет строку через
+# небуферизованный std::cerr по кускам («normalizer.cc(51) », «LOG(INFO) », …), и на занятой
+# машине между кусками проходит больше 0,2 с.
+_CHATTER_START_WAIT_S = 3.0
+_CHATTER_STARTS = (
+    "WARNING: All log messages before absl::InitializeLog()",
+    "To enable the following instructions:",
+    "normalizer.cc(",
+)
+_GLOG_START = re.compile(r"^[IWE]\d{0,4}(?: [\d:.]*)?$|^[IWE]\d{4} [\d:.]+\s")
 
 
 def is_chatter(line: str | bytes) -> bool:
@@ -52,6 +62,14 @@ def is_chatter(line: str | bytes) -> bool:
     if isinstance(line, bytes):
         line = line.decode("utf-8", errors="replace")
     return CHATTER.match(line.lstrip("\r")) is not None
+
+
+def may_become_chatter(tail: bytes) -> bool:
+    """Может ли неполная строка оказаться началом служебной, когда допишется."""
+    text = tail.decode("utf-8", errors="replace").lstrip("\r")
+    if any(start.startswith(text) or text.startswith(start) for start in _CHATTER_STARTS):
+        return True
+    return _GLOG_START.match(text) is not None
 
 
 def _split_lines(data: bytes) -> tuple[list[bytes], bytes]:
@@ -110,10 +128,13 @@ class StderrFilter:
 
     def _filter_lines(self) -> None:
         tail = b""
+        waited = 0.0  # сколько неполная строка уже ждёт продолжения
         while True:
             ready, _, _ = select.select([self._read], [], [], _PARTIAL_LINE_WAIT_S)
             if not ready:
-                if tail and not is_chatter(tail):
+                waited += _PARTIAL_LINE_WAIT_S
+                patience = _CHATTER_START_WAIT_S if may_become_chatter(tail) else 0
+                if tail and not is_chatter(tail) and waited >= patience:
                     self._emit(tail)
                     tail = b""
                 continue
@@ -121,6 +142,7 @@ class StderrFilter:
             if not chunk:
                 break
             lines, tail = _split_lines(tail + chunk)
+            waited = 0.0
             for line in lines:
                 if is_chatter(line):
                     self.dropped += 1

@@ -87,6 +87,26 @@ def test_filter_drops_chatter_and_passes_everything_else():
     assert stream.dropped == len(CHATTER_LINES)
 
 
+def test_chatter_written_in_slow_pieces_is_still_dropped():
+    """SentencePiece пишет строку по кускам; на занятой машине между ними бывает пауза."""
+    read, write = os.pipe()
+    stream = quiet.StderrFilter(write)
+    stream.start()
+    try:
+        for piece in (b"normalizer.cc(51) ", b"LOG(INFO) ", b"precompiled_charsmap is empty.\n"):
+            os.write(write, piece)
+            time.sleep(0.5)  # дольше, чем ждёт неполная строка без признаков болтовни
+        os.write(write, b"\rDownloading 42%")
+        time.sleep(0.8)
+        shown_before_the_line_ends = _read_all(read, deadline_s=0.3)
+    finally:
+        stream.stop()
+    os.close(write)
+    os.close(read)
+    assert shown_before_the_line_ends == b"\rDownloading 42%"  # полоса загрузки видна сразу
+    assert stream.dropped == 1
+
+
 def test_a_broken_filter_gives_the_stream_back_instead_of_blocking_writers(monkeypatch):
     read, write = os.pipe()
     stream = quiet.StderrFilter(write)

@@ -176,6 +176,19 @@ def test_a_loop_that_ignores_interrupts_is_killed(tmp_path):
 
 
 @needs_bwrap
+def test_a_cell_cut_by_the_notebook_budget_names_the_budget(tmp_path):
+    """Ячейку оборвал остаток бюджета тетрадки: причина — бюджет, даже если ядро не ответило."""
+    limits = Limits(notebook_seconds=3, cell_seconds=60, memory_bytes=400 * 1024**2)
+    execution = run(
+        tmp_path,
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+        "print('after')",
+        limits=limits,
+    )
+    assert "бюджет времени" in execution.stopped and execution.status[1] == "not-run"
+
+
+@needs_bwrap
 def test_an_ordinary_hang_is_interrupted_and_the_rest_runs(tmp_path):
     limits = Limits(notebook_seconds=60, cell_seconds=2, memory_bytes=400 * 1024**2)
     execution = run(tmp_path, "while True:\n    pass", "print('after')", limits=limits)

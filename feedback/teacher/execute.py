@@ -175,7 +175,7 @@ async def _run(
         allow_errors=True,
         interrupt_on_timeout=True,
         startup_timeout=int(max(30, min(120, limits.notebook_seconds))),
-        iopub_timeout=4,
+        iopub_timeout=15,  # вывод ячейки после её ответа: на занятой машине он запаздывает
         record_timing=False,
     )
     execution = Execution(nb, status)
@@ -194,11 +194,10 @@ async def _run(
                     continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 1:
-                    execution.stopped = (
-                        "исчерпан бюджет времени на тетрадку "
-                        f"({int(limits.notebook_seconds)} с, COURSE7_NOTEBOOK_TIMEOUT)"
-                    )
+                    execution.stopped = _budget_spent(limits)
                     break
+                # Ячейку обрывает меньший из лимитов: её собственный или остаток бюджета тетрадки.
+                cut_by_budget = remaining < limits.cell_seconds
                 client.timeout = max(1, int(min(limits.cell_seconds, remaining)))
                 task = asyncio.ensure_future(client.async_execute_cell(cell, index))
                 done, _ = await asyncio.wait({task}, timeout=client.timeout + INTERRUPT_GRACE)
@@ -206,7 +205,9 @@ async def _run(
                     task.cancel()
                     status[index] = "timeout"
                     execution.stopped = (
-                        "ядро не ответило на прерывание после лимита времени ячейки — "
+                        _budget_spent(limits)
+                        if cut_by_budget
+                        else "ядро не ответило на прерывание после лимита времени ячейки — "
                         "оно остановлено, остальные ячейки не выполнялись"
                     )
                     break
@@ -247,6 +248,13 @@ async def _run(
         execution.record = read_record(unit_dir)
     execution.seconds = time.monotonic() - started
     return execution
+
+
+def _budget_spent(limits: Limits) -> str:
+    return (
+        f"исчерпан бюджет времени на тетрадку ({int(limits.notebook_seconds)} с, "
+        "COURSE7_NOTEBOOK_TIMEOUT) — остальные ячейки не выполнялись"
+    )
 
 
 FLOOD = "ячейка вывела слишком много текста — выполнение остановлено"
