@@ -1,6 +1,6 @@
 """Русский текст, который видит учащийся: согласование чисел, одно слово на понятие, пробелы.
 
-Просматриваются все тетрадки (исходные и учащихся), README и строки пакета ``feedback``
+Просматриваются все тетрадки (исходные и учащихся), README, docs/ и строки пакета ``feedback``
 (сообщения и документация). Правила — из ревизии курса (issue 11):
 
 * число и слово согласуются: не «в 5 раза», «21 токенов», «152 примеров», «16 384 байт»,
@@ -76,8 +76,11 @@ def package_texts() -> Iterator[Text]:
 
 
 def readme_texts() -> Iterator[Text]:
-    for number, line in enumerate((ROOT / "README.md").read_text().splitlines(), start=1):
-        yield Text(f"README.md:{number}", line, "readme")
+    """README и документы в docs/ (для преподавателя и разработчика) — построчно."""
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        where = path.relative_to(ROOT)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            yield Text(f"{where}:{number}", line, "readme")
 
 
 def all_texts() -> list[Text]:

@@ -4,11 +4,17 @@
 складывает в папку пакет проверок, тетрадки учащихся и то, что нужно для их установки.
 ``solutions/`` (эталоны и критерии ручной проверки), тесты и рабочая папка оценивания
 остаются в закрытом репозитории преподавателя.
+
+README.md в копии — только для учащихся: части между ``<!-- teachers -->`` и
+``<!-- /teachers -->`` (ссылки на docs/ для преподавателей и разработчиков, ``make test``)
+вырезаются — docs/ в копию не попадает, и эти ссылки там вели бы в никуда. Makefile
+копируется ради ``make lab``.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -16,8 +22,26 @@ from pathlib import Path
 from feedback.teacher.release import ROOT
 
 #: Что попадает в публичную копию (пути от корня репозитория).
-PUBLIC = ("feedback", "notebooks", "data", "pyproject.toml", "README.md", "environment.yml")
+PUBLIC = (
+    "feedback",
+    "notebooks",
+    "data",
+    "pyproject.toml",
+    "Makefile",
+    "README.md",
+    "environment.yml",
+)
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
+#: Часть README не для учащихся: от ``<!-- teachers -->`` до ``<!-- /teachers -->`` и перевод
+#: строки после неё.
+TEACHERS_ONLY = re.compile(r"<!-- teachers -->.*?<!-- /teachers -->\n?", re.S)
+
+
+def learners_readme(text: str) -> str:
+    """README для публичной копии: без частей для преподавателей и разработчиков."""
+    if text.count("<!-- teachers -->") != text.count("<!-- /teachers -->"):
+        raise ValueError("README.md: у каждой <!-- teachers --> должна быть <!-- /teachers -->")
+    return re.sub(r"\n{3,}", "\n\n", TEACHERS_ONLY.sub("", text))
 
 
 def export(destination: Path, root: Path = ROOT) -> list[Path]:
@@ -28,7 +52,10 @@ def export(destination: Path, root: Path = ROOT) -> list[Path]:
     copied = []
     for name in PUBLIC:
         source, target = root / name, destination / name
-        if source.is_dir():
+        if name == "README.md" and source.exists():
+            text = learners_readme(source.read_text(encoding="utf-8"))
+            target.write_text(text, encoding="utf-8")
+        elif source.is_dir():
             shutil.copytree(source, target, ignore=IGNORED)
         elif source.exists():
             shutil.copy2(source, target)
