@@ -11,6 +11,9 @@ Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) 
 
 Здесь — сторона наблюдения: что проверка узнаёт у модели учащегося (``*_facts``), и
 то, что нужно ячейкам тетрадки (:func:`require_weights_dtype`, :func:`parameter_counts`).
+Ячейка загрузки сверяет с памятью видеокарты не одни веса, а веса вместе с тем, что
+нужно обучению сверх них (:data:`TRAINING_STEP_GIB`): иначе float32 на T4 прошёл бы
+сверку (14,45 ГиБ из 14,7), а обучение потом упало бы с нехваткой памяти.
 Вердикты — что считается верным (bfloat16, ранг LoRA, только матрицы LoRA обучаются),
 подсказки к ошибкам — в :mod:`feedback.answers.precision`: в песочнице оценивания этой
 папки нет, и код учащегося не может ни спросить вердикт, ни подсмотреть эталон.
@@ -322,6 +325,29 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
     """
 
 
+# --------------------------------------------------------------------------- бюджет памяти
+
+WEIGHTS_BUDGET_TITLE = "Память под веса в разных форматах"
+
+WEIGHTS_BUDGET = GradedCheck(
+    "precision.check_weights_budget",
+    WEIGHTS_BUDGET_TITLE,
+    observe=describe,
+    judge="precision.judge_weights_budget",
+)
+
+
+@graded_check(WEIGHTS_BUDGET)
+def check_weights_budget(weights_gib: Any) -> CheckResult:
+    """Проверяет словарь задания 1 лабораторной 7.5: формат → память под веса Gemma-4B, ГиБ.
+
+    Для каждого формата из ``BYTES_PER_NUMBER`` нужно P · b / 1024³ (ответ, округлённый
+    до сотых, принимается). Типичные ошибки — байты или ГБ вместо ГиБ, не то число байт на
+    число, круглые 4 млрд параметров, градиенты и Adam для всех весов — получают свою
+    подсказку.
+    """
+
+
 # --------------------------------------------------------------------------- тип до загрузки
 
 #: Типы весов, которые принимает ``from_preset(..., dtype=…)``, и байты на параметр.
@@ -372,12 +398,35 @@ class WeightsDtypeError(ValueError):
         return ["Модель не загружена.", *str(self).splitlines()]
 
 
-def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> str:
-    """Тип весов, если с ним можно загружать ``preset``; иначе :class:`WeightsDtypeError`.
+#: Память шага обучения лабораторной 7.5 по оценке XLA, ГиБ: веса в bfloat16, LoRA ранга 4,
+#: AdamW, батч 1, длина 400 (скомпилировано на процессоре, копии матриц во float32 для
+#: умножения на процессоре вычтены; та же оценка — на графике памяти лабораторной 7.6).
+TRAINING_STEP_GIB = {"gemma3_4b_text": 11.5}
 
-    Вызывается перед ``from_preset``: незаполненное задание или тип, с которым настоящая
-    Gemma не поместится в память видеокарты, останавливают ячейку сразу — без загрузки,
-    без нехватки памяти и без перезапуска среды.
+
+def training_overhead_gib(preset: str) -> float:
+    """Сколько памяти шагу обучения нужно сверх весов, ГиБ (0 — если оценки для пресета нет).
+
+    Это активации, логиты словаря, матрицы LoRA с их градиентами и моментами Adam и
+    временные буферы XLA: оценка шага минус веса в bfloat16. С весами во float32 и
+    считать пришлось бы во float32, так что это нижняя граница.
+    """
+    from feedback import wall
+
+    step = TRAINING_STEP_GIB.get(preset)
+    if step is None:
+        return 0.0
+    return step - wall.weights_gib(wall.params_of(preset), LOADABLE_DTYPES["bfloat16"])
+
+
+def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> str:
+    """Тип весов, если с ним можно загружать и обучать ``preset``; иначе :class:`WeightsDtypeError`.
+
+    Вызывается перед ``from_preset``: незаполненное задание или тип, с которым настоящей
+    Gemma не хватит памяти видеокарты — на веса или на веса вместе с обучением
+    (:func:`training_overhead_gib`), — останавливают ячейку сразу: без загрузки, без
+    нехватки памяти посреди обучения и без перезапуска среды. Из-за обучения отказывают
+    только типу длиннее 16 бит: 16-битному уступить уже некому.
     """
     try:
         choice = dtype_choice(dtype)
@@ -394,12 +443,27 @@ def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> s
     except KeyError:
         return choice  # крошечная учебная модель: поместится в любом типе
     bytes_per_param = LOADABLE_DTYPES.get(choice, 4)  # смешанная точность хранит float32
-    need = wall.weights_gib(params, bytes_per_param)
+    weights = wall.weights_gib(params, bytes_per_param)
     usable = wall.usable_gib(accelerator)
-    if need > usable:
+    if weights > usable:
         raise WeightsDtypeError(
-            f"С типом {choice} веса {preset} займут {format_gib(need)}, а видеокарте доступно "
+            f"С типом {choice} веса {preset} займут {format_gib(weights)}, а видеокарте доступно "
             f"{format_gib(usable)}: загрузка упала бы с нехваткой памяти, и среду пришлось бы "
             "перезапускать. Проверьте задание 1 и выполните ячейки заново."
+        )
+    overhead = training_overhead_gib(preset)
+    # Оценка шага приближённая: отказываем, только если 16-битный тип оставил бы обучению
+    # больше места. Если и с ним не хватает (малая доля памяти XLA), решит само обучение.
+    shortest = min(LOADABLE_DTYPES.values())
+    if bytes_per_param > shortest and weights + overhead > usable:
+        left = usable - weights
+        raise WeightsDtypeError(
+            f"С типом {choice} веса {preset} займут {format_gib(weights)} из "
+            f"{format_gib(usable)}, доступных видеокарте, и на обучение останется лишь "
+            f"{format_gib(left, 2)}. А шагу обучения сверх весов нужно ещё не меньше "
+            f"{format_gib(overhead, 2)}: активации, логиты словаря, матрицы LoRA с градиентами "
+            "и моментами Adam, временные буферы XLA. Даже если загрузка пройдёт, обучение "
+            "упадёт с нехваткой памяти, и среду придётся перезапускать. Проверьте задание 1 и "
+            "выполните ячейки заново."
         )
     return choice

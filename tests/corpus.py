@@ -633,7 +633,7 @@ COPIED_PAIRS = {
 
 # --------------------------------------------------------------------------- GPU
 
-LAB5_TASKS = ("check_weights_dtype", "check_lora", "check_optimizer")
+LAB5_TASKS = ("check_weights_budget", "check_weights_dtype", "check_lora", "check_optimizer")
 OPTIMIZER_7_5 = """optimizer = keras.optimizers.AdamW(
     learning_rate={lr}, weight_decay=0.01, beta_1=0.9, beta_2=0.95, epsilon=1e-6, clipnorm=0.5
 )"""
@@ -861,7 +861,12 @@ def trust_works() -> list[Work]:
                 ),
                 SHADOW_PACKAGE,
             ),
-            {"check_weights_dtype": 0, "check_lora": 2, "check_optimizer": 0},
+            {
+                "check_weights_budget": 2,
+                "check_weights_dtype": 0,
+                "check_lora": 2,
+                "check_optimizer": 0,
+            },
             flagged=True,
         ),
         Work(

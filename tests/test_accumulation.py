@@ -151,6 +151,72 @@ def test_learning_rate_compare_is_float_tolerant(keras):
     assert accumulation.check_optimizer(optimizer).passed
 
 
+# Задание 7.6: эффективный батч 8, физический 1 (батч 4 опыта не поместился), базовая
+# скорость 1e-4 для батча 1. Верно: 8 ÷ 1 = 8 микробатчей и 1e-4 × 8 ÷ 1 = 8e-4.
+WRONG_7_6_DERIVATIONS = [
+    # 1e-4 сочли подобранной для батча 4 из опыта (или 1e-4 × 2 микробатча при батче 4).
+    ({"learning_rate": 2e-4}, "optimizer.lr_base_batch_from_experiment", "для батча 1"),
+    # Скорость 7.5, умноженная на 8: 5e-5 × 8.
+    ({"learning_rate": 4e-4}, "optimizer.lr_from_7_5_scaled", "5e-5 × 8"),
+    # Скорость 7.5 как есть.
+    ({"learning_rate": 5e-5}, "optimizer.lr_from_7_5", "подобрана для другого батча"),
+    # Без масштабирования и с √k — подсказки были и раньше.
+    ({"learning_rate": 1e-4}, "optimizer.lr_not_scaled", "1e-4 × 8 = 8e-4"),
+    ({"learning_rate": 1e-4 * 8**0.5}, "optimizer.lr_sqrt_k", "√8"),
+    # Физическим взят батч 4 из опыта: 8 ÷ 4 = 2.
+    ({"gradient_accumulation_steps": 2}, "optimizer.steps_experiment_batch", "8 ÷ 1 = 8"),
+]
+
+
+@pytest.mark.parametrize(("changes", "mistake", "words"), WRONG_7_6_DERIVATIONS)
+def test_each_wrong_7_6_derivation_gets_its_hint(keras, changes, mistake, words):
+    result = accumulation.check_optimizer(adamw(keras, **changes))
+    assert not result.passed
+    assert result.mistake == mistake, result.message
+    assert "Подсказка: " in result.message and words in result.message
+
+
+def test_the_7_6_derivation_itself_passes(keras):
+    steps, learning_rate = 8 // 1, 1e-4 * 8 / 1
+    optimizer = adamw(keras, gradient_accumulation_steps=steps, learning_rate=learning_rate)
+    result = accumulation.check_optimizer(optimizer)
+    assert result.passed and result.mistake is None, result.message
+
+
+def test_learning_rate_of_7_5_is_said_to_be_for_another_batch(keras):
+    message = accumulation.check_optimizer(adamw(keras, learning_rate=5e-5)).message
+    assert "5e-5 — скорость обучения из лабораторной 7.5" in message
+    assert "подобрана для другого батча" in message and "эффективный батч 1" in message
+    assert "эффективный батч 8" in message and "1e-4 × 8 = 8e-4" in message
+    # Старая формулировка звала основой опыт с батчем 4 — а таблица задания говорит «батч 1».
+    assert "из эксперимента с батчем 4" not in message
+
+
+def test_steps_equal_to_the_target_batch_are_named(keras):
+    """Физический батч 4 (карта побольше): микробатчей 8 ÷ 4 = 2, а не сам эффективный батч 8."""
+    result = accumulation.check_optimizer(adamw(keras), steps=2, learning_rate=8e-4)
+    assert not result.passed
+    assert result.mistake == "optimizer.steps_equal_target", result.message
+    assert "8 — это сам эффективный батч" in result.message and "8 ÷ 4 = 2" in result.message
+    assert "4 × 8 = 32" in result.message
+
+
+def test_lab_7_6_hints_stay_out_of_other_settings(keras):
+    """Подсказки из чисел 7.6 — только для 7.6: в 7.5 те же скорости объясняются иначе."""
+    result = accumulation.check_optimizer(
+        adamw(keras, learning_rate=1e-4, gradient_accumulation_steps=...),
+        steps=None,
+        learning_rate=5e-5,
+    )
+    assert result.mistake == "optimizer.lr_other_lab", result.message
+    other = accumulation.check_optimizer(
+        adamw(keras, learning_rate=2e-4, gradient_accumulation_steps=2),
+        steps=2,
+        learning_rate=8e-4,
+    )
+    assert "из опыта" not in other.message, other.message
+
+
 def test_adam_is_not_adamw(keras):
     result = accumulation.check_optimizer(keras.optimizers.Adam(learning_rate=8e-4))
     assert not result.passed

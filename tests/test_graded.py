@@ -225,6 +225,10 @@ objects = {
     "memory.check_calculate_optimizer_memory": (lambda p, b: 2 * p * b / GIB,),
     "memory.check_calculate_activation_memory": (lambda *args: product(*args) / GIB,),
     "precision.check_weights_dtype": ("bfloat16",),
+    "precision.check_weights_budget": (
+        {"float32": 3_880_099_328 * 4 / GIB, "float16": 3_880_099_328 * 2 / GIB,
+         "bfloat16": 3_880_099_328 * 2 / GIB},
+    ),
     "precision.check_bfloat16": (Model([kernel], [kernel]),),
     "precision.check_lora": (Model([kernel, *lora], lora, [Layer("decoder_block_0/query")]),),
     "wall.check_weights_memory": (wall.GEMMA_4B_PARAMS * 4 / GIB,),

@@ -259,3 +259,110 @@ def test_loading_refuses_unfilled_task_and_float32_that_will_not_fit():
             precision.require_weights_dtype(choice, "gemma3_4b_text", t4)
         shown = error.value._render_traceback_()
         assert shown[0] == "Модель не загружена." and "Traceback" not in "\n".join(shown)
+
+
+# --------------------------------------------------------------------------- бюджет памяти
+
+GEMMA_4B = 3_880_099_328
+BUDGET = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def budget(formula):
+    """Словарь задания 1, посчитанный формулой ``formula(параметры, байты на число)``."""
+    return {dtype: formula(GEMMA_4B, size) for dtype, size in BUDGET.items()}
+
+
+def test_weights_budget_passes_with_the_lab_formula():
+    result = precision.check_weights_budget(budget(lambda p, b: p * b / 1024**3))
+    assert result.passed, result.message
+    assert result.mistake is None
+    assert "float32: 3,88 млрд параметров × 4 байта / 1024³ ≈ 14,5 ГиБ" in result.message
+    # Округлённые ответы (как в «Итогах» лабораторной) тоже верны.
+    assert precision.check_weights_budget(
+        {"float32": 14.45, "float16": 7.23, "bfloat16": 7.23}
+    ).passed
+
+
+@pytest.mark.parametrize(
+    ("formula", "mistake", "words"),
+    [
+        (lambda p, b: p * b, "budget.bytes_not_gib", "получились байты"),
+        (lambda p, b: p * b / 1e9, "budget.gb_not_gib", "это ГБ"),
+        (lambda p, b: p * b / 1024**2, "budget.mib_not_gib", "получились МиБ"),
+        (lambda p, b: p * 8 * b / 1024**3, "budget.bits_not_bytes", "число бит"),
+        (lambda p, b: p / 1024**3, "budget.forgot_bytes_per_number", "забыт множитель"),
+        (lambda p, b: 4e9 * b / 1024**3, "budget.rounded_param_count", "GEMMA_4B_PARAMS"),
+        (lambda p, b: 4 * p * b / 1024**3, "budget.full_training", "С LoRA исходные веса"),
+        (lambda p, b: p * (6 - b) / 1024**3, "budget.wrong_bytes_per_number", "не то число байт"),
+    ],
+)
+def test_each_wrong_budget_derivation_gets_its_hint(formula, mistake, words):
+    result = precision.check_weights_budget(budget(formula))
+    assert not result.passed
+    assert result.mistake == mistake, result.message
+    assert words in result.message
+    assert "ошибка в 3 форматах" in result.headline
+    # Одна подсказка на все форматы с одной и той же ошибкой.
+    assert result.message.count("Подсказка:") == 1
+    assert "для float32, float16 и bfloat16" in result.message
+
+
+def test_four_bytes_for_every_format_is_the_bytes_per_number_mistake():
+    """Частая ошибка: 4 байта (BYTES_PER_PARAMETER из 7.4) и для 16-битных форматов."""
+    result = precision.check_weights_budget(budget(lambda p, b: p * 4 / 1024**3))
+    assert result.mistake == "budget.wrong_bytes_per_number", result.message
+    assert "ошибка в 2 форматах" in result.headline
+    assert "для float16 и bfloat16 взято не то число байт" in result.message
+    assert "float16 и bfloat16 — по 2" in result.message
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ({}, "ещё не посчитана"),
+        (..., "ещё не заполнен"),
+        (None, "None"),
+        ([14.45, 7.23, 7.23], "не словарь"),
+        ({"float32": 14.45}, "нет float16, bfloat16"),
+        ({"float32": "14,45 ГиБ", "float16": 7.23, "bfloat16": 7.23}, "записана строка"),
+        ({"float32": 3.0, "float16": 7.23, "bfloat16": 7.23}, "ожидалось 14,5 ГиБ"),
+    ],
+)
+def test_unfinished_budget_gets_a_russian_verdict(value, words):
+    result = precision.check_weights_budget(value)
+    assert not result.passed
+    assert words in result.message
+    assert "Traceback" not in result.message
+
+
+def test_float32_choice_names_the_training_part_of_the_budget():
+    message = precision.check_weights_dtype("float32").message
+    assert "из 14,7 ГиБ" in message and "на обучение останется лишь 0,25 ГиБ" in message
+    assert "не меньше 4,3 ГиБ" in message and "кроме весов, есть само обучение" in message
+
+
+def test_training_needs_more_than_the_weights_on_a_t4(monkeypatch):
+    """Веса во float32 (14,45 ГиБ) меньше памяти T4 (14,7 ГиБ), но обучение в неё не влезет."""
+    from feedback import wall
+    from feedback.runtime import Accelerator
+
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")  # как в лабораторной 7.5
+    t4 = Accelerator("gpu", "Tesla T4", 1, 15_360 * 1024**2, "nvidia-smi")
+    assert wall.weights_gib(GEMMA_4B, 4) < wall.usable_gib(t4)  # одни веса ещё поместились бы
+    assert precision.require_weights_dtype("bfloat16", "gemma3_4b_text", t4) == "bfloat16"
+    with pytest.raises(precision.WeightsDtypeError) as error:
+        precision.require_weights_dtype("float32", "gemma3_4b_text", t4)
+    # Сверх весов — оценка XLA для шага 7.5 (11,5 ГиБ) минус веса в bfloat16.
+    assert precision.training_overhead_gib("gemma3_4b_text") == pytest.approx(4.27, abs=0.01)
+    text = str(error.value)
+    assert "14,5 ГиБ из 14,7 ГиБ" in text and "не меньше 4,3 ГиБ" in text
+    assert "обучение упадёт с нехваткой памяти" in text
+    shown = error.value._render_traceback_()
+    assert shown[0] == "Модель не загружена." and "Traceback" not in "\n".join(shown)
+    # Смешанная точность хранит веса во float32 — тоже не поместится.
+    with pytest.raises(precision.WeightsDtypeError):
+        precision.require_weights_dtype("mixed_bfloat16", "gemma3_4b_text", t4)
+    # Крошечная учебная модель и большая карта — можно.
+    assert precision.require_weights_dtype("float32", "/cache/tiny_gemma3/abc", t4) == "float32"
+    h200 = Accelerator("gpu", "H200", 1, 140 * 1024**3, "nvidia-smi")
+    assert precision.require_weights_dtype("float32", "gemma3_4b_text", h200) == "float32"

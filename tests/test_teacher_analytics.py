@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from corpus import COPIED_PAIRS, LAB2, LAB4
+from nbformat.v4 import new_notebook
 
 from feedback import flops, memory
 from feedback.answers import accumulation, mistakes, precision, wall
@@ -33,6 +34,7 @@ from feedback.generation.prompts import PROMPTS
 from feedback.result import UNKNOWN
 from feedback.teacher import analytics
 from feedback.teacher import grade as grading
+from feedback.teacher.results import TaskOutcome, UnitResult
 from feedback.values import describe
 
 from notebook_runner import ROOT
@@ -287,6 +289,29 @@ VERDICTS = [
     ("lora.missing_layers", lambda: _lora(missing=["v"])),
     ("lora.extra_trainable", lambda: _lora(trainable=[["q/kernel", "float32", 10, False]])),
     ("lora.frozen", lambda: _lora(trainable=[])),
+    ("budget.missing_format", lambda: precision.judge_weights_budget(describe({"float32": 14.45}))),
+    (
+        "budget.number_as_string",
+        lambda: precision.judge_weights_budget(
+            describe({"float32": "14,45", "float16": 7.23, "bfloat16": 7.23})
+        ),
+    ),
+    (
+        "optimizer.lr_base_batch_from_experiment",
+        lambda: accumulation.judge_optimizer(_optimizer(learning_rate=2e-4)),
+    ),
+    (
+        "optimizer.lr_from_7_5_scaled",
+        lambda: accumulation.judge_optimizer(_optimizer(learning_rate=4e-4)),
+    ),
+    (
+        "optimizer.steps_experiment_batch",
+        lambda: accumulation.judge_optimizer(_optimizer(gradient_accumulation_steps=2)),
+    ),
+    (
+        "optimizer.steps_equal_target",
+        lambda: accumulation.judge_optimizer(_optimizer(), steps=2, learning_rate=8e-4),
+    ),
     ("dtype.float32", lambda: precision.judge_weights_dtype(describe("float32"))),
     ("dtype.float16", lambda: precision.judge_weights_dtype(describe("float16"))),
     ("dtype.mixed_policy", lambda: precision.judge_weights_dtype(describe("mixed_bfloat16"))),
@@ -395,6 +420,7 @@ def test_battery_and_formulas_cover_every_listed_mistake():
     covered = {expected for expected, _ in VERDICTS}
     covered |= {m.id for found in _answers().values() for m in found.mistakes}
     covered |= {item[2] for item in wall._weights_mistakes(wall.GEMMA_4B_PARAMS, 4)}
+    covered |= {known.id for known in precision.BUDGET_MISTAKES}
     # beta_1 Keras по умолчанию (0.9) совпадает с заданием: эта ветка не наступает.
     unreachable = {UNKNOWN, NOT_ASSESSED, "optimizer.default_beta_1"}
     assert set(MISTAKES) - covered == unreachable
@@ -418,19 +444,25 @@ def test_problem_refuses_an_unlisted_id():
 # --------------------------------------------------------------------------- строки таблицы
 
 
+def unit_result(student: str, tests: dict) -> UnitResult:
+    """Результат единицы с этими итогами заданий (тетрадка не нужна)."""
+    return UnitResult(student, LAB2, new_notebook(), tests)
+
+
 def test_mistake_rows_one_per_failed_task_with_the_hint_learners_saw():
-    result = {
-        "student": "s1",
-        "lab": LAB2,
-        "tests": {
-            "check_compute_num_flops": {
-                "passed": False,
-                "mistake": "flops.forward_only",
-                "verdict": str(flops.check_compute_num_flops(lambda p, n: 2 * p * n)),
-            },
-            "check_final_results": {"passed": True, "mistake": None, "verdict": "✅ ok"},
+    result = unit_result(
+        "s1",
+        {
+            "check_compute_num_flops": TaskOutcome(
+                score=0.0,
+                points=2,
+                passed=False,
+                mistake="flops.forward_only",
+                verdict=str(flops.check_compute_num_flops(lambda p, n: 2 * p * n)),
+            ),
+            "check_final_results": TaskOutcome(2, 2, passed=True, mistake=None, verdict="✅ ok"),
         },
-    }
+    )
     rows = analytics.mistake_rows(result)
     hint = next(m.hint for m in flops.COMPUTE_NUM_FLOPS.mistakes if m.id == "flops.forward_only")
     assert rows == [
@@ -443,7 +475,7 @@ def test_mistake_rows_one_per_failed_task_with_the_hint_learners_saw():
             hint,
         ]
     ]
-    unassessed = {"student": "s2", "lab": LAB2, "tests": {"t": {"score": 0.0, "points": 2}}}
+    unassessed = unit_result("s2", {"t": TaskOutcome(score=0.0, points=2)})
     assert analytics.mistake_rows(unassessed)[0][3] == UNKNOWN
 
 
@@ -744,3 +776,12 @@ def test_only_notably_slow_works_are_listed():
         {"student_id": "unassessed", "lab": LAB2, "seconds": ""},
     ]
     assert [row["student_id"] for row in analytics.slow_works(rows)] == ["slower_gpu", "hangs"]
+
+
+def test_weights_budget_mistakes_get_their_ids():
+    sizes = {"float32": 4, "float16": 2, "bfloat16": 2}
+    for known in precision.BUDGET_MISTAKES:
+        answer = {dtype: known.value(size) for dtype, size in sizes.items()}
+        result = precision.judge_weights_budget(describe(answer))
+        assert result.mistake == known.id, str(result)
+        assert known.hint in result.message

@@ -2,7 +2,9 @@
 
 Здесь то, что нужно только вердикту: гиперпараметры лабораторной, с которыми сверяется
 оптимизатор учащегося, значения Keras по умолчанию (совпадение с ними — признак того, что
-параметр не передан), скорости обучения других заданий и подсказки к ним. Наблюдение
+параметр не передан), скорости обучения других заданий и подсказки к ним, исходные числа
+задания 7.6 и то, что дают типичные неверные выводы из них (число микробатчей от батча 4
+из опыта, скорость 2e-4 и 4e-4, скорость 7.5 без пересчёта). Наблюдение
 снимает :mod:`feedback.accumulation` — в песочнице оценивания этой папки нет, и код
 учащегося не может ни спросить вердикт, ни подсмотреть, с чем его сравнивают.
 """
@@ -41,6 +43,16 @@ KERAS_DEFAULTS = {
 #: Скорости обучения без накопления: лабораторная 7.5 и эксперимент с батчем 4 в 7.6.
 LR_LAB_7_5 = 5e-5
 LR_LAB_7_6_BATCH_4 = 1e-4
+
+#: Исходные числа задания 7.6 (таблица «Что нам известно» и константы тетрадки): эффективный
+#: батч, который хотим, физический батч, который помещается в T4, базовая скорость обучения
+#: и батч, для которого она подобрана. Верный вывод: 8 ÷ 1 = 8 микробатчей, 1e-4 × 8 ÷ 1 = 8e-4.
+TARGET_BATCH_7_6 = 8
+PHYSICAL_BATCH_7_6 = 1
+BASE_LR_7_6 = 1e-4
+BASE_BATCH_7_6 = 1
+#: Батч опыта 7.6, который в T4 не поместился: его ошибочно берут за физический или базовый.
+EXPERIMENT_BATCH_7_6 = 4
 
 REL_TOL = 1e-5
 
@@ -105,6 +117,58 @@ class _Mismatch:
         return f"{self.name}: ожидалось {literal(self.expected)}, получено {got}."
 
 
+def _is_task_7_6(steps: int | None, learning_rate: float) -> bool:
+    """Проверка вызвана с ответом задания 7.6 (8 микробатчей, 8e-4), а не с другими числами."""
+    return steps == TARGET_BATCH_7_6 // PHYSICAL_BATCH_7_6 and _same(
+        learning_rate, BASE_LR_7_6 * TARGET_BATCH_7_6 / BASE_BATCH_7_6
+    )
+
+
+def _task_7_6_lr_hint(got: float, steps: int) -> Hint | None:
+    """Подсказки к неверным выводам скорости обучения из чисел задания 7.6."""
+    ratio = TARGET_BATCH_7_6 // BASE_BATCH_7_6
+    base = literal(BASE_LR_7_6)
+    right = f"{base} × {ratio} = {literal(BASE_LR_7_6 * ratio)}"
+    target, experiment = TARGET_BATCH_7_6, EXPERIMENT_BATCH_7_6
+    micro = plural(target // experiment, "микробатч", "микробатча", "микробатчей")
+    if _same(got, BASE_LR_7_6 * target / experiment):
+        return (
+            f"{literal(got)} = {base} × {target} ÷ {experiment}: похоже, вы решили, что скорость "
+            f"{base} подобрана для батча {experiment} из опыта, или посчитали {target} ÷ "
+            f"{experiment} = {micro}, взяв за физический батч {experiment}. Но в таблице задания "
+            f"скорость {base} подобрана для батча {BASE_BATCH_7_6} (BASE_BATCH_SIZE), а батч "
+            f"{experiment} в T4 "
+            f"не поместился. Эффективный батч {target} больше базового в "
+            f"{plural(ratio, 'раз', 'раза', 'раз')}, поэтому {right}.",
+            "optimizer.lr_base_batch_from_experiment",
+        )
+    if _same(got, LR_LAB_7_5 * target):
+        return (
+            f"{literal(got)} = {literal(LR_LAB_7_5)} × {target}: похоже, вы умножили на {target} "
+            "скорость обучения из лабораторной 7.5. Множитель верный, а основа — нет: "
+            f"{literal(LR_LAB_7_5)} выбрали для опыта лабораторной 7.5, а в этом задании "
+            f"основа — базовая скорость из таблицы, {base} для батча {BASE_BATCH_7_6} "
+            f"(BASE_LEARNING_RATE): {right}. Если же вы умножили {base} на {experiment} — батч "
+            "опыта, — то множитель не тот: правило умножает на то, во сколько раз эффективный "
+            f"батч ({target}) больше базового ({BASE_BATCH_7_6}).",
+            "optimizer.lr_from_7_5_scaled",
+        )
+    if _same(got, LR_LAB_7_5):
+        return (
+            f"{literal(LR_LAB_7_5)} — скорость обучения из лабораторной 7.5, а она подобрана "
+            "для другого батча: там веса обновлялись после каждого примера (эффективный батч "
+            f"1), а здесь шаг оптимизатора усредняет "
+            f"{plural(steps, 'микробатч', 'микробатча', 'микробатчей')} — эффективный батч "
+            f"{target}. Для другого батча скорость пересчитывают: возьмите базовую скорость "
+            f"задания, {base} для батча {BASE_BATCH_7_6} (BASE_LEARNING_RATE), и умножьте по "
+            f"правилу линейного масштабирования на {target} ÷ {BASE_BATCH_7_6}: {right}. "
+            f"Поэтому и сравнение с 7.5 не совсем честное: там {literal(LR_LAB_7_5)}, здесь "
+            f"{literal(BASE_LR_7_6 * ratio)}.",
+            "optimizer.lr_from_7_5",
+        )
+    return None
+
+
 def _lr_hint(got: float | str, expected: float, steps: int | None) -> Hint | None:
     if got == "schedule":
         return (
@@ -130,15 +194,10 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> Hint | Non
                 "Правило приближённое: в своих задачах скорость всё равно стоит подбирать.",
                 "optimizer.lr_not_scaled",
             )
-        if _same(got, LR_LAB_7_5):
-            return (
-                "5e-5 — скорость из лабораторной 7.5. Здесь за основу берётся 1e-4 из "
-                "эксперимента с батчем 4, и по правилу линейного масштабирования (эффективный батч "
-                f"×{steps}) её умножают на {steps}: 1e-4 × {steps} = "
-                f"{literal(LR_LAB_7_6_BATCH_4 * steps)}. Поэтому сравнение с 7.5 не совсем "
-                "честное: там 5e-5, здесь 8e-4.",
-                "optimizer.lr_from_7_5",
-            )
+        if _is_task_7_6(steps, expected):
+            hinted = _task_7_6_lr_hint(float(got), steps)
+            if hinted:
+                return hinted
     elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_BATCH_4 * 8):
         return (
             f"{literal(got)} подобрана для накопления градиентов ×8 (задание "
@@ -202,6 +261,24 @@ def _accumulation_hint(got: Any, steps: int | None) -> Hint:
             "из конструктора AdamW.",
             "optimizer.unexpected_accumulation",
         )
+    physical = TARGET_BATCH_7_6 // steps if TARGET_BATCH_7_6 % steps == 0 else None
+    if _same(got, TARGET_BATCH_7_6 // EXPERIMENT_BATCH_7_6) and physical == PHYSICAL_BATCH_7_6:
+        return (
+            f"{got} = {TARGET_BATCH_7_6} ÷ {EXPERIMENT_BATCH_7_6}: похоже, за физический батч "
+            f"вы взяли {EXPERIMENT_BATCH_7_6} из опыта. Но батч {EXPERIMENT_BATCH_7_6} в T4 не "
+            f"поместился: физический батч здесь {PHYSICAL_BATCH_7_6} (PHYSICAL_BATCH_SIZE), и "
+            f"микробатчей на шаг нужно {TARGET_BATCH_7_6} ÷ {PHYSICAL_BATCH_7_6} = {steps}.",
+            "optimizer.steps_experiment_batch",
+        )
+    if _same(got, TARGET_BATCH_7_6) and physical is not None and physical > 1:
+        return (
+            f"{TARGET_BATCH_7_6} — это сам эффективный батч, который мы хотим, а не число "
+            "микробатчей. Каждый микробатч уже содержит физический батч примеров, поэтому "
+            f"микробатчей на шаг нужно эффективный ÷ физический: {TARGET_BATCH_7_6} ÷ "
+            f"{physical} = {steps}. С {TARGET_BATCH_7_6} микробатчами эффективный батч вышел "
+            f"бы {physical} × {TARGET_BATCH_7_6} = {physical * TARGET_BATCH_7_6}.",
+            "optimizer.steps_equal_target",
+        )
     return (
         f"эффективный батч = batch_size × gradient_accumulation_steps; при batch_size=1 "
         f"нужно gradient_accumulation_steps={steps}, чтобы получить батч из {steps}.",
@@ -212,7 +289,14 @@ def _accumulation_hint(got: Any, steps: int | None) -> Hint:
 def judge_optimizer(
     facts: dict[str, Any], steps: int | None = 8, learning_rate: float = 8e-4
 ) -> CheckResult:
-    """Вердикт по :func:`feedback.accumulation.optimizer_facts`."""
+    """Вердикт по :func:`feedback.accumulation.optimizer_facts`.
+
+    Для задания 7.6 (``steps=8``, ``learning_rate=8e-4``) подсказки узнают неверные выводы
+    из его чисел: 2 микробатча (физическим взят батч 4 из опыта), скорость 2e-4 (от батча 4),
+    4e-4 (5e-5 из 7.5 × 8), 5e-5 без пересчёта, 1e-4 без масштабирования и 1e-4 × √8. При
+    ``steps`` меньше 8 проверка считает, что физический батч — 8 ÷ ``steps``, и узнаёт
+    число микробатчей, равное самому эффективному батчу 8.
+    """
     title = OPTIMIZER_TITLE
     if not facts["adamw"]:
         name = str(facts["class"])

@@ -74,6 +74,17 @@ MISTAKES: dict[str, str] = {
     "generation.wrong_prompt": "генерация начинается с чужого запроса",
     "generation.prompt_stripped": "в генерациях отрезан запрос",
     "generation.prompts_only": "в списке сами запросы без продолжений",
+    # --------------------------------------------------------------- 7.5 бюджет памяти
+    "budget.missing_format": "в словаре памяти под веса нет одного из форматов",
+    "budget.number_as_string": "память под веса записана строкой, а не числом",
+    "budget.bytes_not_gib": "память под веса в байтах, а не в ГиБ",
+    "budget.gb_not_gib": "память под веса в ГБ (÷10⁹), а не в ГиБ (÷1024³)",
+    "budget.mib_not_gib": "память под веса в МиБ (÷1024²), а не в ГиБ",
+    "budget.wrong_bytes_per_number": "не то число байт на число: 4 вместо 2 или 2 вместо 4",
+    "budget.bits_not_bytes": "умножено на число бит (32 или 16), а не байт",
+    "budget.forgot_bytes_per_number": "забыт множитель — байты на число",
+    "budget.rounded_param_count": "взяты круглые 4 млрд параметров вместо точного числа",
+    "budget.full_training": "к весам добавлены градиенты и Adam всех параметров, как без LoRA",
     # --------------------------------------------------------------- 7.5 точность весов
     "precision.mixed_policy": "смешанная точность вместо весов в bfloat16",
     "precision.float32_left": "веса остались во float32",
@@ -96,6 +107,8 @@ MISTAKES: dict[str, str] = {
     "optimizer.lr_sqrt_k": "скорость обучения умножена на √k, а не на k",
     "optimizer.lr_not_scaled": "скорость обучения не умножена на число микробатчей на шаг",
     "optimizer.lr_from_7_5": "скорость обучения из лабораторной 7.5 в 7.6",
+    "optimizer.lr_from_7_5_scaled": "в 7.6 за основу взята скорость из 7.5: 5e-5 × 8 = 4e-4",
+    "optimizer.lr_base_batch_from_experiment": "в 7.6 скорость пересчитана от батча 4 опыта: 2e-4",
     "optimizer.lr_with_accumulation": "скорость обучения для накопления ×8 без накопления",
     "optimizer.lr_other_lab": "скорость обучения из другой лабораторной",
     "optimizer.lr_default": "learning_rate не передан: значение Keras по умолчанию",
@@ -109,6 +122,8 @@ MISTAKES: dict[str, str] = {
     "optimizer.no_accumulation": "накопление градиентов не включено",
     "optimizer.unexpected_accumulation": "накопление градиентов там, где его нет",
     "optimizer.wrong_accumulation_steps": "не то число микробатчей на шаг",
+    "optimizer.steps_experiment_batch": "в 7.6 физическим взят батч 4 опыта: 2 микробатча, а не 8",
+    "optimizer.steps_equal_target": "микробатчей — сам эффективный батч, без деления на физический",
 }
 
 

@@ -1,22 +1,28 @@
-"""Эталон лабораторной 7.5: вердикты проверок bfloat16, LoRA и типа весов для загрузки.
+"""Эталон лабораторной 7.5: вердикты проверок бюджета памяти, bfloat16, LoRA и типа весов.
 
-Здесь то, что нужно только вердикту: какой тип весов верный (bfloat16), какой ранг и
-какие обучаемые веса ожидаются у LoRA, подсказки к типичным ошибкам (смешанная точность,
-float16, float32 по умолчанию, повторно размороженные слои). Наблюдение снимает
+Здесь то, что нужно только вердикту: сколько памяти займут веса Gemma-4B в каждом формате
+(P · b / 1024³) и типичные ошибки этого расчёта, какой тип весов верный (bfloat16), какой
+ранг и какие обучаемые веса ожидаются у LoRA, подсказки к типичным ошибкам (смешанная
+точность, float16, float32 по умолчанию — веса поместились бы, а обучение нет, повторно
+размороженные слои). Наблюдение снимает
 :mod:`feedback.precision` — в песочнице оценивания этой папки нет, и код учащегося не
 может ни спросить вердикт, ни прочитать, что в нём считается верным.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from feedback.calling import LearnerProblem
 from feedback.formatting import (
     PARAMETERS,
     format_gib,
     format_number,
+    format_pair,
     format_significant,
     plural,
 )
@@ -26,13 +32,16 @@ from feedback.precision import (
     LOADABLE_DTYPES,
     LORA_TITLE,
     MIXED_POLICIES,
+    WEIGHTS_BUDGET_TITLE,
     WEIGHTS_DTYPE_TITLE,
     VariableFacts,
     dtype_choice,
+    training_overhead_gib,
 )
 from feedback.result import UNKNOWN, CheckResult, failed, passed
 from feedback.values import revive
-from feedback.wall import GEMMA_4B_PARAMS
+from feedback.wall import GEMMA_4B_PARAMS, t4_usable, weights_gib
+from feedback.xla_memory import ALLOCATOR_ENV_VAR
 
 #: Что печатает задание 1 лабораторной 7.5 (показывается в вердикте рядом с типом).
 LAB_PATH = 'model.backbone.get_layer("decoder_block_0").attention.query_dense.kernel.dtype'
@@ -228,6 +237,176 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
     )
 
 
+# --------------------------------------------------------------------------- бюджет памяти
+
+#: Задание 1 лабораторной 7.5: форматы, для которых учащийся считает память под веса
+#: Gemma-4B, и байты на одно число (таблица BYTES_PER_NUMBER тетрадки).
+BUDGET_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+#: Параметров в пресете gemma3_4b_text (GEMMA_4B_PARAMS тетрадки).
+BUDGET_PARAMS = GEMMA_4B_PARAMS
+#: Допуск: ответ, округлённый до сотых ГиБ (14,45 и 7,23), принимается.
+BUDGET_REL_TOL = 1e-2
+
+
+def _bytes_word(count: float) -> str:
+    return plural(count, "байт", "байта", "байт")
+
+
+@dataclass(frozen=True)
+class BudgetMistake:
+    """Типичная ошибка расчёта памяти под веса: что получилось бы, подсказка и код."""
+
+    id: str
+    value: Callable[[int], float]  # байт на число → ГиБ при этой ошибке
+    hint: str
+
+
+#: Типичные ошибки задания «память под веса в каждом формате» (P — GEMMA_4B_PARAMS).
+BUDGET_MISTAKES = (
+    BudgetMistake(
+        "budget.bytes_not_gib",
+        lambda size: BUDGET_PARAMS * size,
+        "получились байты, а нужны ГиБ: разделите на 1024³.",
+    ),
+    BudgetMistake(
+        "budget.gb_not_gib",
+        lambda size: BUDGET_PARAMS * size / 1e9,
+        "вы разделили на 10⁹ — это ГБ. Нужны ГиБ: делите на 1024³ = 1 073 741 824 "
+        "(разница около 7 %).",
+    ),
+    BudgetMistake(
+        "budget.mib_not_gib",
+        lambda size: BUDGET_PARAMS * size / 1024**2,
+        "получились МиБ: делите на 1024³, а не на 1024².",
+    ),
+    BudgetMistake(
+        "budget.wrong_bytes_per_number",
+        lambda size: weights_gib(BUDGET_PARAMS, 4 if size == 2 else 2),
+        "взято не то число байт на число. float32 занимает 4 байта, а float16 и bfloat16 — "
+        "по 2: берите байты каждого формата из BYTES_PER_NUMBER, а не одно число на все.",
+    ),
+    BudgetMistake(
+        "budget.bits_not_bytes",
+        lambda size: weights_gib(BUDGET_PARAMS, 8 * size),
+        "вы умножили на число бит (32 или 16). В байте 8 бит: float32 — 4 байта на число, "
+        "16-битные форматы — 2.",
+    ),
+    BudgetMistake(
+        "budget.forgot_bytes_per_number",
+        lambda size: weights_gib(BUDGET_PARAMS, 1),
+        "забыт множитель — байты на число из BYTES_PER_NUMBER.",
+    ),
+    BudgetMistake(
+        "budget.rounded_param_count",
+        lambda size: weights_gib(4e9, size),
+        "взяты круглые 4 млрд параметров. Возьмите точное число параметров пресета — "
+        "GEMMA_4B_PARAMS.",
+    ),
+    BudgetMistake(
+        "budget.full_training",
+        lambda size: weights_gib(BUDGET_PARAMS, 4 * size),
+        "посчитаны веса вместе с градиентами и двумя моментами Adam для всех параметров — "
+        "формула полного обучения из лабораторной 7.4. С LoRA исходные веса заморожены: "
+        "градиенты и состояние Adam нужны только маленьким матрицам LoRA. Здесь нужна память "
+        "под одни веса.",
+    ),
+)
+#: Значение формата — строка, а не число.
+NUMBER_AS_STRING = BudgetMistake(
+    "budget.number_as_string",
+    lambda size: math.nan,
+    "записана строка, а нужно само число ГиБ, без кавычек и единиц: форматировать будем при "
+    "выводе.",
+)
+
+
+def _and(names: Sequence[str]) -> str:
+    """«float32», «float16 и bfloat16», «float32, float16 и bfloat16»."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} и {names[-1]}"
+
+
+def _budget_entries(value: Any) -> dict[str, Any]:
+    """Словарь учащегося или русский вердикт о том, почему проверять нечего."""
+    if value is Ellipsis:
+        raise LearnerProblem(
+            "словарь ещё не заполнен: в weights_gib осталось «…».",
+            "Запишите в weights_gib для каждого формата память под веса в ГиБ.",
+        )
+    if value is None:
+        raise LearnerProblem("в weights_gib записано None, а нужен словарь «формат → ГиБ».")
+    if not isinstance(value, dict):
+        raise LearnerProblem(
+            f"в weights_gib не словарь, а {type(value).__name__}.",
+            'Нужен словарь «формат → ГиБ», например weights_gib["float32"] = ….',
+        )
+    if not value:
+        raise LearnerProblem(
+            "память под веса ещё не посчитана: словарь weights_gib пуст.",
+            "Для каждого формата из BYTES_PER_NUMBER запишите в weights_gib память под "
+            "веса Gemma-4B в ГиБ.",
+        )
+    return value
+
+
+def judge_weights_budget(observation: Any) -> CheckResult:
+    """Вердикт по словарю «формат → ГиБ»: P · b / 1024³ для каждого формата (допуск 1 %)."""
+    title = WEIGHTS_BUDGET_TITLE
+    entries = _budget_entries(revive(observation))
+    missing = [dtype for dtype in BUDGET_BYTES if dtype not in entries]
+    if missing:
+        return failed(
+            title,
+            "в словаре нет " + ", ".join(missing) + ".",
+            "Подсказка: посчитайте память для каждого формата из BYTES_PER_NUMBER — "
+            "удобнее всего циклом по BYTES_PER_NUMBER.items().",
+            mistake="budget.missing_format",
+        )
+
+    lines: list[str] = []
+    hinted: dict[BudgetMistake, list[str]] = {}  # ошибка → форматы с ней
+    for dtype, size in BUDGET_BYTES.items():
+        got = entries[dtype]
+        expected = weights_gib(BUDGET_PARAMS, size)
+        if isinstance(got, bool) or not isinstance(got, int | float) or not math.isfinite(got):
+            kind = f"строка {got[:40]!r}" if isinstance(got, str) else type(got).__name__
+            lines.append(f"{dtype}: записано не число ({kind}).")
+            if isinstance(got, str):
+                hinted.setdefault(NUMBER_AS_STRING, []).append(dtype)
+            continue
+        if math.isclose(got, expected, rel_tol=BUDGET_REL_TOL):
+            continue
+        shown_expected, shown_got = format_pair(expected, float(got), format_gib)
+        lines.append(f"{dtype}: ожидалось {shown_expected}, получено {shown_got}.")
+        for known in BUDGET_MISTAKES:
+            if math.isclose(got, known.value(size), rel_tol=BUDGET_REL_TOL):
+                hinted.setdefault(known, []).append(dtype)
+                break
+
+    if lines:
+        details = [
+            *lines,
+            *(f"Подсказка: для {_and(dtypes)} {m.hint}" for m, dtypes in hinted.items()),
+        ]
+        if not hinted:
+            details.append(
+                "Память под веса — число параметров × байты на число, делённое на 1024³ "
+                "(формула лабораторной 7.4)."
+            )
+        mistake = next((known.id for known in hinted), UNKNOWN)
+        where = plural(len(lines), "формате", "форматах", "форматах")
+        return failed(title, f"ошибка в {where}.", *details, mistake=mistake)
+
+    usable = t4_usable({ALLOCATOR_ENV_VAR: "platform"}).gib
+    details = [
+        f"{dtype}: {plural(BUDGET_PARAMS, *PARAMETERS)} × {_bytes_word(size)} / 1024³ ≈ "
+        f"{format_gib(weights_gib(BUDGET_PARAMS, size))}, на обучение из "
+        f"{format_gib(usable)} остаётся "
+        f"{format_gib(usable - weights_gib(BUDGET_PARAMS, size), 2)}."
+        for dtype, size in BUDGET_BYTES.items()
+    ]
+    return passed(title, "память под веса посчитана верно для всех форматов.", *details)
+
+
 # --------------------------------------------------------------------------- тип до загрузки
 
 
@@ -235,21 +414,40 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
     """Вердикт по выбранному типу весов (наблюдение — :func:`feedback.values.describe`)."""
     choice = dtype_choice(revive(observation))
     title = WEIGHTS_DTYPE_TITLE
+    usable = t4_usable({ALLOCATOR_ENV_VAR: "platform"}).gib  # как в лабораторной 7.5
+    overhead = training_overhead_gib("gemma3_4b_text")
     if choice == "bfloat16":
+        weights = weights_gib(GEMMA_4B_PARAMS, 2)
         return passed(
             title,
             "bfloat16 — 2 байта на параметр.",
-            f"Веса gemma3_4b_text займут ≈ {format_gib(GEMMA_4B_PARAMS * 2 / 1024**3)} "
-            "вместо ≈ 14,5 ГиБ во float32 и поместятся в T4.",
+            f"Веса gemma3_4b_text займут ≈ {format_gib(weights)} вместо ≈ "
+            f"{format_gib(weights_gib(GEMMA_4B_PARAMS, 4))} во float32: из "
+            f"{format_gib(usable)} T4 на обучение останется ≈ {format_gib(usable - weights, 2)}, "
+            f"а шагу обучения сверх весов нужно около {format_gib(overhead, 2)}.",
         )
     if choice in ("float32", "float64"):
+        size = LOADABLE_DTYPES[choice]
+        weights = weights_gib(GEMMA_4B_PARAMS, size)
+        if weights > usable:
+            why = (
+                f"одни только веса Gemma-4B займут ≈ {format_gib(weights)}, больше "
+                f"{format_gib(usable)}, доступных на T4, и не поместятся в T4."
+            )
+        else:
+            why = (
+                f"веса Gemma-4B займут ≈ {format_gib(weights)} из {format_gib(usable)}, "
+                f"доступных на T4, и на обучение останется лишь "
+                f"{format_gib(usable - weights, 2)}. А шагу обучения сверх весов нужно не "
+                f"меньше {format_gib(overhead, 2)}, так что вместе с обучением они не "
+                "поместятся в T4."
+            )
         return failed(
             title,
-            f"{choice} — {plural(LOADABLE_DTYPES[choice], 'байт', 'байта', 'байт')} на параметр: "
-            "веса Gemma-4B займут "
-            f"≈ {format_gib(GEMMA_4B_PARAMS * LOADABLE_DTYPES[choice] / 1024**3)} и не "
-            "поместятся в T4 (лабораторная 7.3).",
-            "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32.",
+            f"{choice} — {plural(size, 'байт', 'байта', 'байт')} на параметр: {why}",
+            "Подсказка: в бюджете памяти, кроме весов, есть само обучение — активации, логиты, "
+            "матрицы LoRA с состоянием Adam, буферы XLA. Нужен 16-битный тип с тем же "
+            "диапазоном, что у float32.",
             mistake="dtype.float32",
         )
     if choice == "float16":
