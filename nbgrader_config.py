@@ -2,7 +2,9 @@
 
 solutions/ — исходные тетрадки с решениями и тестами, notebooks/ — выпуск для
 учащихся. Рабочие папки nbgrader (база оценок, submitted/, autograded/, отчёты)
-лежат в одной игнорируемой папке: .course-work/ или COURSE7_GRADING_DIR.
+лежат в одной игнорируемой папке: .course-work/ или COURSE7_GRADING_DIR. Все пути —
+из настроек оценивания (feedback/teacher/settings.py), переменные — из реестра
+feedback/settings.py.
 """
 
 import os
@@ -13,6 +15,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import ClearSolutions
 
+from feedback.settings import STRICT, TINY
 from feedback.teacher.assemble import SKIP_TAG
 from feedback.teacher.preprocessors import (
     CourseClearSolutions,
@@ -21,21 +24,14 @@ from feedback.teacher.preprocessors import (
     ReportGrades,
 )
 from feedback.teacher.reports import ReportExporter, template_settings
+from feedback.teacher.settings import Settings
 
-ROOT = Path(__file__).resolve().parent
-WORK = Path(os.environ.get("COURSE7_GRADING_DIR", ROOT / ".course-work")).resolve()
+SETTINGS = Settings.from_env(root=Path(__file__).resolve().parent)
 
 c = get_config()
 
-c.CourseDirectory.course_id = "course7"
-c.CourseDirectory.root = str(ROOT)
-c.CourseDirectory.source_directory = "solutions"
-c.CourseDirectory.release_directory = "notebooks"
-c.CourseDirectory.submitted_directory = str(WORK / "submitted")
-c.CourseDirectory.autograded_directory = str(WORK / "autograded")
-c.CourseDirectory.feedback_directory = str(WORK / "feedback_reports")
-c.CourseDirectory.solution_directory = str(WORK / "solution_release")
-c.CourseDirectory.db_url = f"sqlite:///{WORK / 'gradebook.db'}"
+for name, value in SETTINGS.course_directory().items():
+    setattr(c.CourseDirectory, name, value)
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".cache"]
 
 c.GenerateAssignment.preprocessors = [
@@ -56,14 +52,14 @@ c.ReportExporter.merge(template_settings())
 
 # Раздача через exchange nbgrader в курсе не нужна (тетрадки учащихся лежат в notebooks/),
 # но без папки exchange formgrader показывает предупреждение. Пустая папка — в рабочей.
-c.Exchange.root = str(WORK / "exchange")
-if WORK.is_dir():
-    (WORK / "exchange").mkdir(exist_ok=True)
+c.Exchange.root = str(SETTINGS.exchange)
+if SETTINGS.work.is_dir():
+    SETTINGS.exchange.mkdir(exist_ok=True)
 
 if "validate" in sys.argv[1:2]:
-    os.environ["FEEDBACK_STRICT"] = "1"  # непройденная проверка роняет ячейку
+    os.environ[STRICT.name] = "1"  # непройденная проверка роняет ячейку
     # GPU-лабораторные проверяются на обычной машине: крошечная модель, те же проверки.
-    os.environ.setdefault("COURSE7_TINY", "1")
+    os.environ.setdefault(TINY.name, "1")
     # Как и make grade, validate не выполняет ячейки, которые проверкам не нужны (обучение,
     # графики): они помечены тегом SKIP_TAG (grading-skip).
     c.Execute.skip_cells_with_tag = SKIP_TAG

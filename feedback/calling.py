@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from feedback.formatting import format_plain
+from feedback.settings import CALL_TIMEOUT
 from feedback.values import describe, describe_error, revive, revive_error
 
 
@@ -51,18 +51,18 @@ def require_function(fn: Any) -> None:
         )
 
 
-#: Сколько секунд ждать один вызов функции учащегося (при оценивании бюджет задаёт
-#: преподаватель: переменная окружения :data:`CALL_LIMIT_ENV` ядра).
-CALL_TIME_LIMIT = 10.0
-CALL_LIMIT_ENV = "FEEDBACK_CALL_SECONDS"
+#: Сколько секунд ждать один вызов функции учащегося. При оценивании бюджет задаёт
+#: преподаватель переменной ``COURSE7_CALL_TIMEOUT`` (:data:`feedback.settings.CALL_TIMEOUT`),
+#: а программа оценивания передаёт её ядру под тем же именем.
+CALL_TIME_LIMIT = float(CALL_TIMEOUT.default)
 
 
 def call_time_limit() -> float:
-    """Предел одного вызова: из :data:`CALL_LIMIT_ENV`, иначе :data:`CALL_TIME_LIMIT`."""
-    try:
-        return float(os.environ[CALL_LIMIT_ENV])
-    except (KeyError, ValueError):
+    """Предел одного вызова: из ``COURSE7_CALL_TIMEOUT``, иначе :data:`CALL_TIME_LIMIT`."""
+    value = CALL_TIMEOUT.raw()
+    if value is None:
         return CALL_TIME_LIMIT
+    return CALL_TIMEOUT.read_or(CALL_TIME_LIMIT)
 
 
 class _CallTimeLimit(BaseException):

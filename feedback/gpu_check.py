@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from feedback.formatting import bytes_to_gb, format_gib, format_number, format_plain, plural
+from feedback.settings import default_keras_backend
 from feedback.tiny_gemma import BACKBONE_CONFIG
 
 #: Конфигурации Gemma 3 (текстовые) для keras_hub.models.Gemma3Backbone. Переключатели
@@ -82,7 +83,7 @@ def estimate_lora_training(
 
 
 def _setup_environment() -> None:
-    os.environ.setdefault("KERAS_BACKEND", "jax")
+    default_keras_backend()
     os.environ.setdefault("XLA_FLAGS", "--xla_gpu_enable_command_buffer=")
     # Без предвыделения JAX честно считает пиковую память.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedback.host import detect_platform
+from feedback.settings import OFFLINE, PREFLIGHT
 from feedback.tiny_mode import TINY_ENV_VAR
 
 KAGGLE_API_SETTINGS_URL = "https://www.kaggle.com/settings/api"
@@ -37,16 +38,13 @@ KAGGLE_SETTINGS_URL = "https://www.kaggle.com/settings"
 GEMMA_LICENCE_URL = "https://www.kaggle.com/models/keras/gemma3"
 
 #: Переменная, которая отключает проверку доступа до загрузки (``0``).
-PREFLIGHT_ENV_VAR = "COURSE7_PREFLIGHT"
+PREFLIGHT_ENV_VAR = PREFLIGHT.name
 #: Та же, что в :mod:`feedback.qa_data`: ``1`` — в сеть не ходить.
-OFFLINE_ENV_VAR = "COURSE7_OFFLINE"
+OFFLINE_ENV_VAR = OFFLINE.name
 #: Сколько секунд ждать ответа Kaggle на проверку доступа.
 DEFAULT_PREFLIGHT_TIMEOUT_S = 20.0
 #: Первый файл, который ``from_preset`` скачивает с Kaggle.
 CONFIG_FILE = "config.json"
-
-_TRUE_VALUES = ("1", "true", "yes", "on")
-_FALSE_VALUES = ("0", "false", "no", "off")
 
 # Источники ключей, как их называет учащемуся сообщение об ошибке.
 SOURCE_NAMES = {
@@ -485,10 +483,7 @@ def preflight(
 
 def preflight_wanted(env: Mapping[str, str] | None = None) -> bool:
     """Можно ли ходить в сеть с проверкой: не при ``COURSE7_PREFLIGHT=0`` и не офлайн."""
-    env = os.environ if env is None else env
-    if env.get(PREFLIGHT_ENV_VAR, "").strip().lower() in _FALSE_VALUES:
-        return False
-    return env.get(OFFLINE_ENV_VAR, "").strip().lower() not in _TRUE_VALUES
+    return PREFLIGHT.read(env) is not False and OFFLINE.read(env) is not True
 
 
 def ensure_kaggle_access(

@@ -33,7 +33,9 @@ import json
 import os
 import sys
 
-RECORD_FD_ENV = "COURSE7_RECORD_FD"
+from feedback.settings import RECORD_FD
+
+RECORD_FD_ENV = RECORD_FD.name
 #: Где лежит настоящий пакет курса: его файлы читать можно, остальные «feedback» — нет.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _STDLIB = os.path.dirname(os.__file__)

@@ -18,12 +18,11 @@
 from __future__ import annotations
 
 import functools
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from feedback.qa_data import format_question
+from feedback.settings import default_keras_backend
 
 #: Вопросы лабораторных 7.5 и 7.6: выученное знание, обобщение и сохранение старого.
 LAB_QUESTIONS = ("What is Kente cloth?", "What is Kilimanjaro?", "What is Tokyo?")
@@ -39,8 +38,7 @@ def lab_prompts(questions: Sequence[str] = LAB_QUESTIONS) -> list[str]:
 
 
 def _import_keras() -> Any:
-    if "keras" not in sys.modules:
-        os.environ.setdefault("KERAS_BACKEND", "jax")
+    default_keras_backend()
     import keras
 
     return keras

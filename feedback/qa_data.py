@@ -20,6 +20,7 @@ from typing import Any
 
 from feedback.formatting import plural
 from feedback.notice import show_notice
+from feedback.settings import CACHE_DIR, OFFLINE
 from feedback.tiny_mode import is_tiny_mode
 
 QA_URL = (
@@ -27,13 +28,11 @@ QA_URL = (
 )
 COLUMNS = ("category", "name", "question", "answer")
 LOCAL_QA_FILE = Path(__file__).resolve().parent / "data" / "africa_qa_mini.json"
-OFFLINE_ENV_VAR = "COURSE7_OFFLINE"
+OFFLINE_ENV_VAR = OFFLINE.name
 DEFAULT_TIMEOUT_S = 5.0
 
 START_OF_TURN = "<start_of_turn>"
 END_OF_TURN = "<end_of_turn>"
-
-_TRUE_VALUES = ("1", "true", "yes", "on")
 
 
 class QADataError(ValueError):
@@ -75,17 +74,14 @@ def load_local_qa(path: str | os.PathLike | None = None) -> list[dict[str, str]]
 
 
 def default_qa_cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    root = env.get("COURSE7_CACHE_DIR")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "course7"
-    return base / "qa"
+    return CACHE_DIR.read(env) / "qa"
 
 
 def _offline_reason(offline: bool | None, env: Mapping[str, str]) -> str | None:
     """Почему нельзя ходить в сеть, или ``None``, если можно."""
     if offline:
         return "запрошена работа без сети (offline=True)"
-    if offline is None and env.get(OFFLINE_ENV_VAR, "").strip().lower() in _TRUE_VALUES:
+    if offline is None and OFFLINE.read(env) is True:
         return f"задана переменная {OFFLINE_ENV_VAR}=1"
     return None
 

@@ -28,7 +28,9 @@ import sys
 import threading
 from collections.abc import MutableMapping
 
-SHOW_ENV_VAR = "COURSE7_LIBRARY_LOGS"
+from feedback.settings import LIBRARY_LOGS
+
+SHOW_ENV_VAR = LIBRARY_LOGS.name
 
 #: Сообщения, которые фильтр убирает: только болтовня при загрузке, ничего о работе модели.
 CHATTER = re.compile(
@@ -182,12 +184,17 @@ def hide_library_chatter(env: MutableMapping[str, str] | None = None) -> bool:
         sentencepiece.set_min_log_level(2)
     except (ImportError, AttributeError):
         pass
-    if env.get(SHOW_ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
+    if LIBRARY_LOGS.read(env) is True:
         return False
     if not _FILTER.running:
         _FILTER.start()
         atexit.register(_FILTER.stop)
     return True
+
+
+def hidden_lines() -> int:
+    """Сколько служебных строк фильтр уже убрал из потока ошибок процесса."""
+    return _FILTER.dropped
 
 
 def show_library_chatter() -> None:

@@ -9,10 +9,10 @@ nbgrader), непройденная проверка не только пока�
 from __future__ import annotations
 
 import html
-import os
 from dataclasses import dataclass, field
 
-STRICT_ENV = "FEEDBACK_STRICT"
+from feedback.settings import STRICT
+
 #: Код ошибки непройденной проверки, у которой нет известной типичной ошибки (список кодов —
 #: :mod:`feedback.answers.mistakes`).
 UNKNOWN = "unknown"
@@ -23,8 +23,8 @@ class CheckFailed(AssertionError):
 
 
 def strict_mode() -> bool:
-    """Включён ли строгий режим (``FEEDBACK_STRICT`` равна 1, true или yes)."""
-    return os.environ.get(STRICT_ENV, "").strip().lower() in {"1", "true", "yes"}
+    """Включён ли строгий режим (``FEEDBACK_STRICT`` равна 1, true, yes или on)."""
+    return STRICT.read() is True
 
 
 @dataclass(frozen=True)

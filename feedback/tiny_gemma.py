@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from feedback.qa_data import load_local_qa
+from feedback.settings import CACHE_DIR, default_keras_backend
 
 # Меняйте при любом изменении способа сборки: от версии зависит каталог кэша.
 BUILDER_VERSION = 1
@@ -94,7 +95,7 @@ BACKBONE_CONFIG = {
 
 SEQUENCE_LENGTH = 400
 
-CACHE_ENV_VAR = "COURSE7_CACHE_DIR"
+CACHE_ENV_VAR = CACHE_DIR.name
 PRESET_SUBDIR = "tiny_gemma3"
 
 # Фиксированная дата в metadata.json, чтобы две сборки давали одинаковые файлы.
@@ -103,11 +104,7 @@ FIXED_DATE_SAVED = "2025-01-01@00:00:00"
 
 def default_cache_dir(env: dict[str, str] | None = None) -> Path:
     """Корневой каталог кэша курса: ``$COURSE7_CACHE_DIR`` или ``~/.cache/course7``."""
-    env = os.environ if env is None else env
-    override = env.get(CACHE_ENV_VAR)
-    if override:
-        return Path(override).expanduser()
-    return Path.home() / ".cache" / "course7"
+    return CACHE_DIR.read(env)
 
 
 def tokenizer_corpus() -> list[str]:
@@ -163,14 +160,6 @@ def train_tokenizer_proto() -> bytes:
     return buffer.getvalue()
 
 
-def _ensure_keras_backend() -> None:
-    """Выбирает JAX, если keras ещё не импортирован и бэкенд не задан явно."""
-    import sys
-
-    if "keras" not in sys.modules:
-        os.environ.setdefault("KERAS_BACKEND", "jax")
-
-
 def _fan_in(shape: tuple[int, ...]) -> int:
     return shape[-2] if len(shape) >= 2 else shape[0]
 
@@ -196,7 +185,7 @@ def _randomize_weights(backbone, seed: int) -> None:
 
 def build_model():
     """Собирает крошечную ``Gemma3CausalLM`` в памяти (float32, без кэша)."""
-    _ensure_keras_backend()
+    default_keras_backend()
     import keras_hub
 
     # Явные имена: иначе Keras добавит «_1», «_2» при повторной сборке в том же

@@ -1,7 +1,7 @@
 """Учебный режим с крошечной моделью: включён ли он в этом процессе.
 
-Самый нижний слой помощников GPU-лабораторных: модуль ничего не импортирует из
-пакета, поэтому его могут читать и :mod:`feedback.qa_data`, и
+Самый нижний слой помощников GPU-лабораторных: модуль импортирует из пакета только
+реестр переменных :mod:`feedback.settings`, поэтому его могут читать и :mod:`feedback.qa_data`, и
 :mod:`feedback.runtime` без круга импортов (раньше был круг
 ``qa_data → runtime → tiny_gemma → qa_data``).
 
@@ -12,12 +12,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
-TINY_ENV_VAR = "COURSE7_TINY"
-_TRUE_VALUES = ("1", "true", "yes", "on")
-_FALSE_VALUES = ("0", "false", "no", "off")
+from feedback.settings import TINY
+
+TINY_ENV_VAR = TINY.name
 
 # Решение последнего вызова choose_preset в этом процессе (None — ещё не вызывали).
 _last_choice_tiny: bool | None = None
@@ -26,13 +25,7 @@ _last_choice_tiny: bool | None = None
 def tiny_setting(env: Mapping[str, str] | None = None) -> bool | None:
     """``COURSE7_TINY``: ``True`` — только крошечная модель, ``False`` — только настоящая,
     ``None`` — решать по наличию видеокарты."""
-    env = os.environ if env is None else env
-    value = env.get(TINY_ENV_VAR, "").strip().lower()
-    if value in _TRUE_VALUES:
-        return True
-    if value in _FALSE_VALUES:
-        return False
-    return None
+    return TINY.read(env)
 
 
 def remember_choice(tiny: bool) -> None:

@@ -58,6 +58,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _server_env(**settings: str) -> dict[str, str]:
+    """Окружение сервера Jupyter: окружение тестов без строгого режима проверок и их бэкенда
+    matplotlib, со своими папками настроек ``settings``."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"FEEDBACK_STRICT", "MPLBACKEND", "JUPYTER_CONFIG_DIR"}
+    }
+    return {**env, **settings}
+
+
 def _write_json(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -94,12 +105,7 @@ def jupyter_lab(root_dir: Path, work_dir: Path, timeout: float = 60) -> Iterator
         settings_dir / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings",
         {"windowingMode": "none"},
     )
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"FEEDBACK_STRICT", "MPLBACKEND", "JUPYTER_CONFIG_DIR"}
-    }
-    env.update(
+    env = _server_env(
         JUPYTER_CONFIG_DIR=str(config_dir),
         JUPYTER_RUNTIME_DIR=str(work_dir / "runtime"),
         JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
@@ -137,12 +143,7 @@ def formgrader_server(
     """
     jupyter = Path(sys.executable).with_name("jupyter")
     port, token = _free_port(), os.urandom(16).hex()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"FEEDBACK_STRICT", "MPLBACKEND", "JUPYTER_CONFIG_DIR"}
-    }
-    env.update(
+    env = _server_env(
         COURSE7_GRADING_DIR=str(grading_dir),
         JUPYTER_CONFIG_DIR=str(work_dir / "config"),
         JUPYTER_RUNTIME_DIR=str(work_dir / "runtime"),
@@ -218,6 +219,37 @@ def chromium_or_skip(what: str) -> str:
     except ImportError:
         pytest.fail("нет пакета playwright: обновите окружение (`make env`, extra dev)")
     return chromium
+
+
+@contextmanager
+def server_page(server: LabServer, chromium: str, timeout_ms: int = 30_000) -> Iterator:
+    """Страница Chromium без окна, которая ходит только на ``server`` и с его токеном.
+
+    Наружу сети нет и не нужно: запросы к MathJax на CDN и к значкам Colab сразу получают отказ.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
+        )
+        try:
+            context = browser.new_context(
+                extra_http_headers={"Authorization": f"token {server.token}"},
+                viewport={"width": 1280, "height": 900},
+            )
+            context.set_default_timeout(timeout_ms)
+            context.route(
+                "**/*",
+                lambda route: (
+                    route.continue_()
+                    if route.request.url.startswith(server.url + "/")
+                    else route.abort()
+                ),
+            )
+            yield context.new_page()
+        finally:
+            browser.close()
 
 
 def _wait_until_ready(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -23,10 +25,15 @@ def pytest_collection_modifyitems(items):
     # tryfirst: метки групп должны появиться раньше, чем xdist допишет группу к имени теста.
     for item in items:
         module = getattr(item.module, "__name__", "")
-        if "graded_class" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("graded_class"))
-        elif module in SHARED_FIXTURE_MODULES:
+        if module in SHARED_FIXTURE_MODULES:
             item.add_marker(pytest.mark.xdist_group(module))
+    # Класс оценивается один раз на весь запуск (фикстура graded_class), а его тесты идут в
+    # разные процессы. Первый из них — первым: оценивание начинается сразу. Остальные —
+    # в конце: к ним процессы придут, когда класс уже оценён, а не будут ждать его все сразу.
+    on_class = [item for item in items if "graded_class" in getattr(item, "fixturenames", ())]
+    if on_class:
+        rest = [item for item in items if item not in set(on_class)]
+        items[:] = on_class[:1] + rest + on_class[1:]
 
 
 @pytest.fixture(autouse=True)
@@ -62,16 +69,9 @@ def sandbox():
         pytest.skip("нет bubblewrap (make sandbox или sudo apt-get install bubblewrap)")
 
 
-@pytest.fixture(scope="session")
-def graded_class(tmp_path_factory, sandbox) -> GradedClass:
-    from corpus import TEACHER_MARKER, class_works
-
-    from feedback.teacher import grade
-    from feedback.teacher.sandbox import GIB, Limits
-
-    work = tmp_path_factory.mktemp("class-work")
-    folder = tmp_path_factory.mktemp("class-submissions")
-    targets = {
+def _class_targets(work: Path, folder: Path) -> dict[str, str]:
+    """Пути, до которых пытаются дотянуться злые работы класса."""
+    return {
         "secret": str(work / ".grading-secret"),
         "gradebook": str(work / "gradebook.db"),
         "grades": str(work / "grades.csv"),
@@ -80,25 +80,67 @@ def graded_class(tmp_path_factory, sandbox) -> GradedClass:
             folder / "h72_correct/lab_7_2_training_flops/lab_7_2_training_flops.ipynb"
         ),
     }
-    works = class_works(targets)
-    for item in works:
+
+
+def _grade_class(work: Path, folder: Path) -> dict:
+    """Оценивает класс из tests/corpus.py и возвращает то, что видно только во время запуска."""
+    from corpus import TEACHER_MARKER, class_works
+
+    from feedback.teacher import grade
+    from feedback.teacher.settings import GIB, Limits, Settings
+
+    work.mkdir(parents=True)
+    folder.mkdir(parents=True)
+    for item in class_works(_class_targets(work, folder)):
         item.write(folder)
     watched = {"feedback": ROOT / "feedback", "solutions": ROOT / "solutions", "class": folder}
     before = {name: tree_hash(path) for name, path in watched.items()}
     patch = pytest.MonkeyPatch()
-    patch.setenv("COURSE7_GRADING_DIR", str(work))
     patch.setenv("COURSE7_TEACHER_SECRET", TEACHER_MARKER)  # его не должно быть в итогах
     patch.delenv("COURSE7_TINY", raising=False)
     # Короткие бюджеты для класса: зависшие работы не должны тянуть время тестов.
     short = Limits(notebook_seconds=60, cell_seconds=8, memory_bytes=int(1.5 * GIB), call_seconds=2)
-    patch.setattr(grade, "CPU_LIMITS", short)
+    settings = replace(Settings.from_env(), work=work, cpu_limits=short)
     started = time.monotonic()
     try:
-        grade.grade(folder, jobs=2)
+        grade.grade(folder, jobs=2, settings=settings)
     finally:
         patch.undo()
     seconds = time.monotonic() - started
-    grades_after_run = (work / "grades.csv").read_bytes()
+    (work.parent / "grades-after-run.csv").write_bytes((work / "grades.csv").read_bytes())
     time.sleep(4)  # окно для отсоединённого процесса, который хотел переписать grades.csv
     after = {name: tree_hash(path) for name, path in watched.items()}
-    return GradedClass(work, folder, works, before, after, grades_after_run, seconds)
+    return {"before": before, "after": after, "seconds": seconds}
+
+
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory, sandbox) -> GradedClass:
+    """Класс из tests/corpus.py, оценённый один раз на весь запуск.
+
+    При pytest-xdist у процессов общая родительская временная папка: первый процесс,
+    которому нужен класс, оценивает его под блокировкой, остальные ждут и читают готовые итоги.
+    """
+    from corpus import class_works
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    root = shared / "graded-class"
+    work, folder = root / "work", root / "submissions"
+    with open(shared / "graded-class.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        summary = root / "summary.json"
+        if not summary.exists():
+            shutil.rmtree(root, ignore_errors=True)  # остатки упавшей попытки
+            observed = _grade_class(work, folder)
+            summary.write_text(json.dumps(observed), encoding="utf-8")
+        observed = json.loads(summary.read_text(encoding="utf-8"))
+    return GradedClass(
+        work,
+        folder,
+        class_works(_class_targets(work, folder)),
+        observed["before"],
+        observed["after"],
+        (root / "grades-after-run.csv").read_bytes(),
+        observed["seconds"],
+    )

@@ -275,7 +275,7 @@ def test_a_hanging_function_is_stopped_and_not_called_again(monkeypatch):
 def test_the_teacher_sets_the_call_budget_through_the_kernel_environment(monkeypatch):
     import time
 
-    monkeypatch.setenv("FEEDBACK_CALL_SECONDS", "0.2")
+    monkeypatch.setenv("COURSE7_CALL_TIMEOUT", "0.2")
 
     def hangs(p, n):
         while True:
@@ -285,7 +285,7 @@ def test_the_teacher_sets_the_call_budget_through_the_kernel_environment(monkeyp
     result = flops.check_compute_num_flops(hangs)
     assert not result.passed and "0,2" in result.message
     assert time.monotonic() - started < 2
-    monkeypatch.setenv("FEEDBACK_CALL_SECONDS", "не число")
+    monkeypatch.setenv("COURSE7_CALL_TIMEOUT", "не число")
     from feedback.calling import CALL_TIME_LIMIT, call_time_limit
 
     assert call_time_limit() == CALL_TIME_LIMIT

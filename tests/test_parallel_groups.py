@@ -1,8 +1,10 @@
 """Параллельный прогон тестов (make test, pytest-xdist) держит общие фикстуры в одном процессе.
 
 Если группы xdist молча перестанут работать (так было с pytest 9 и xdist 3.8), два процесса
-начнут одновременно собирать одно окружение Colab и дважды оценивать синтетический класс:
-CI падает непонятно и вдвое дольше. Этот тест ловит это сразу.
+начнут одновременно собирать одно окружение Colab: CI падает непонятно и вдвое дольше. Этот
+тест ловит это сразу. Синтетический класс делят все процессы (он оценивается один раз под
+блокировкой, tests/conftest.py): его тесты стоят так, чтобы оценивание началось первым, а
+ждать его не пришлось.
 """
 
 from __future__ import annotations
@@ -69,3 +71,23 @@ def test_shared_fixture_module_runs_in_one_worker(tmp_path):
     assert len(workers) == 4, workers
     assert len(set(workers.values())) == 1, json.dumps(workers)
     assert next(iter(workers.values())).startswith("gw"), workers
+
+
+class _Item:
+    def __init__(self, name: str, on_class: bool) -> None:
+        self.name = name
+        self.module = None
+        self.fixturenames = ("graded_class",) if on_class else ()
+
+    def add_marker(self, marker) -> None:
+        pass
+
+
+def test_the_class_is_graded_first_and_its_other_tests_run_last():
+    sys.path.insert(0, str(TESTS))
+    from conftest import pytest_collection_modifyitems
+
+    items = [_Item(name, name.startswith("class")) for name in
+             ("a", "class_1", "b", "class_2", "c", "class_3")]  # fmt: skip
+    pytest_collection_modifyitems(items)
+    assert [item.name for item in items] == ["class_1", "a", "b", "c", "class_2", "class_3"]

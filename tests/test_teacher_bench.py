@@ -54,10 +54,10 @@ def test_per_submission_takes_the_fastest_of_the_repeats(tmp_path, monkeypatch):
     assert calls == rounds * 2
 
 
-def test_test_groups_sum_by_file_and_sort_slowest_first(tmp_path):
+def test_group_times_sum_by_file_and_sort_slowest_first(tmp_path):
     junit = tmp_path / "times.xml"
     junit.write_text(JUNIT)
-    rows = bench.test_groups((junit, tmp_path / "missing.xml"))
+    rows = bench.group_times((junit, tmp_path / "missing.xml"))
     assert rows == [
         ("Тесты: test_grading", "120.5 с"),
         ("Тесты: lab_7_2_training_flops", "30.0 с"),
@@ -65,8 +65,8 @@ def test_test_groups_sum_by_file_and_sort_slowest_first(tmp_path):
     ]
 
 
-def test_test_groups_say_how_to_get_a_report(tmp_path):
-    assert "make test" in bench.test_groups((tmp_path / "none.xml",))[0][1]
+def test_group_times_say_how_to_get_a_report(tmp_path):
+    assert "make test" in bench.group_times((tmp_path / "none.xml",))[0][1]
 
 
 def test_table_is_markdown_with_aligned_names():

@@ -15,9 +15,11 @@ import json
 import shutil
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 
 from feedback.teacher import export, gradebook, reports, roster
@@ -25,6 +27,7 @@ from feedback.teacher import grade as grading
 from feedback.teacher.export import fill_worksheet, join_records, moodle_grades, parse_records
 from feedback.teacher.grade import Graded, changes
 from feedback.teacher.gradebook import TaskScore
+from feedback.teacher.results import TaskOutcome, UnitResult
 
 from notebook_runner import ROOT
 from submissions import load, submission
@@ -61,7 +64,7 @@ def register(work: Path) -> None:
                     gb.update_or_create_solution_cell(grading_["grade_id"], lab, lab)
 
 
-def result(student: str, lab: str, scores=None, answers=()) -> dict:
+def result(student: str, lab: str, scores=None, answers=()) -> UnitResult:
     """Результат единицы: проверки — полные баллы (или ``scores``), ответы — в ``answers``."""
     nb = copy.deepcopy(RELEASES[lab])
     tests = {}
@@ -72,8 +75,8 @@ def result(student: str, lab: str, scores=None, answers=()) -> dict:
         if grading_.get("grade") and not grading_.get("solution"):
             points = grading_["points"]
             score = (scores or {}).get(grading_["grade_id"], points)
-            tests[grading_["grade_id"]] = {"score": score, "points": points}
-    return {"student": student, "lab": lab, "file": "", "autograded": nb, "tests": tests}
+            tests[grading_["grade_id"]] = TaskOutcome(score=score, points=points)
+    return UnitResult(student, lab, nbformat.from_dict(nb), tests)
 
 
 def set_manual(work: Path, student: str, lab: str, grade_id: str, score: float) -> None:
@@ -396,10 +399,10 @@ def test_tables_keep_rows_of_earlier_labs(tmp_path, monkeypatch):
         ["ivanov", LAB2, "a.ipynb", "пустой файл"],
         ["petrova", LAB4, "c.ipynb", "пустой файл"],
     ]
-    assert rows_of(tmp_path / "timings.csv")[1:] == [
-        ["ivanov", LAB2, "1.0"],
-        ["petrova", LAB2, "3.0"],
-        ["petrova", LAB4, "4.0"],
+    assert rows_of(tmp_path / "timings.csv")[1:] == [  # без замеров выполнения и памяти
+        ["ivanov", LAB2, "1.0", "", ""],
+        ["petrova", LAB2, "3.0", "", ""],
+        ["petrova", LAB4, "4.0", "", ""],
     ]
 
 
@@ -499,8 +502,9 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
     recorded = gradebook.record
 
     def old_check(work_, result_):
-        result_["tests"]["check_final_results"]["score"] = 0.0
-        return recorded(work_, result_)
+        tests = {**result_.tests}
+        tests["check_final_results"] = replace(tests["check_final_results"], score=0.0)
+        return recorded(work_, replace(result_, tests=tests))
 
     monkeypatch.setattr(grading.gradebook, "record", old_check)
     grading.grade(zip2, jobs=2)

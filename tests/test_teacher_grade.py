@@ -59,6 +59,18 @@ def test_grading_does_not_build_iri_grammars_at_import():
     assert result.stdout.split() == ["invalid", "[]"]
 
 
+def test_only_grading_processes_go_without_rfc3987_syntax():
+    """formgrader (nbgrader_config.py: препроцессоры, отчёты) пакет не запрещает."""
+    probe = (
+        "import sys, feedback.teacher, feedback.teacher.preprocessors, feedback.teacher.reports\n"
+        "print('rfc3987_syntax' in sys.modules and sys.modules['rfc3987_syntax'] is None)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["False"]
+
+
 def lms_zip() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
@@ -113,4 +125,4 @@ def test_tables_neutralise_formulas_from_uploads(tmp_path, monkeypatch):
     ]
     assert rows("needs_review.csv") == [["ivanov", "lab", "'@SUM", "3", "'+1", "x"]]
     assert rows("cases.csv") == [["ivanov", "lab", "'\tx", '{"a": -1}']]
-    assert rows("timings.csv") == [["ivanov", "lab", "2.5"]]
+    assert rows("timings.csv") == [["ivanov", "lab", "2.5", "", ""]]  # без замеров ядра

@@ -9,8 +9,10 @@ from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from feedback.teacher import unit
 from feedback.teacher.execute import Execution
+from feedback.teacher.results import Job
 from feedback.teacher.review import Finding
 from feedback.teacher.safe_html import code_span, markdown_text
+from feedback.teacher.settings import CPU_LIMITS
 
 HOSTILE_NAME = "ivanov/<img src=x onerror=alert(1)>[жми](javascript:alert(2))*_x_*.ipynb"
 HOSTILE_CODE = "s = '`'; t = '<img src=x onerror=alert(3)>' ``` [a](javascript:alert(4))"
@@ -82,30 +84,31 @@ def test_grading_and_review_notes_of_a_unit_are_inert(tmp_path, monkeypatch):
         unit, "execute", lambda notebook, *args: Execution(notebook=notebook, status=[])
     )
     note = f"Файл {HOSTILE_NAME} назван как lab_7_1, но это lab_7_2: оценен как lab_7_2."
-    job = {
-        "student": "ivanov",
-        "lab": "lab_7_2",
-        "release": _release(),
-        "upload": {"cells": []},
-        "notes": [note],
-        "seed": "s",
-        "sandbox": "none",
-        "unit_dir": str(tmp_path),
-    }
+    job = Job(
+        student="ivanov",
+        lab="lab_7_2",
+        release=_release(),
+        upload={"cells": []},
+        notes=[note],
+        seed="s",
+        sandbox="none",
+        limits=CPU_LIMITS,
+        unit_dir=str(tmp_path),
+    )
     result = unit.run_unit(job)
-    grading, review = result["autograded"].cells[:2]
+    grading, review = result.autograded.cells[:2]
     assert grading.metadata["course7"] == unit.GRADING_NOTE
     assert review.metadata["course7"] == unit.REVIEW_NOTE
     for cell in (grading, review):
         assert_inert(rendered(cell.source))
     assert rendered(review.source).code == [HOSTILE_CODE]
     assert "<strong>Замечания оценивания</strong>" in markdown2html_mistune(grading.source)
-    assert result["problems"] == [note]  # в problems.csv — без экранирования
+    assert result.problems == [note]  # в problems.csv — без экранирования
 
 
 def test_unassessed_note_is_inert():
     problem = f"у учащегося несколько файлов этой лабораторной ({HOSTILE_NAME}, b.ipynb)"
     result = unit.unassessed("ivanov", "lab_7_2", "x.ipynb", _release(), problem)
-    note = "".join(result["autograded"]["cells"][0]["source"])
+    note = "".join(result.autograded["cells"][0]["source"])
     assert_inert(rendered(note))
     assert "onerror=alert(1)" in markdown2html_mistune(note).replace("&lt;", "<")

@@ -110,6 +110,8 @@ def _graded_copy(tmp_path, monkeypatch, lab: str, upload: dict, gpu: bool = Fals
     """Проверенная тетрадка единицы (без ядра: выполнение подменено) с критериями из solutions/."""
     from feedback.teacher import unit
     from feedback.teacher.execute import Execution
+    from feedback.teacher.results import Job
+    from feedback.teacher.settings import CPU_LIMITS
 
     monkeypatch.setattr(unit, "scan", lambda *args, **kwargs: [])
     monkeypatch.setattr(
@@ -118,18 +120,19 @@ def _graded_copy(tmp_path, monkeypatch, lab: str, upload: dict, gpu: bool = Fals
         lambda notebook, *args: Execution(notebook=notebook, status=["ok"] * len(notebook.cells)),
     )
     monkeypatch.setattr(unit, "kernel_caches", lambda job, unit_dir: ({}, [], []))
-    job = {
-        "student": "ivanov",
-        "lab": lab,
-        "release": student_notebook(lab),
-        "upload": upload,
-        "seed": "s",
-        "sandbox": "none",
-        "unit_dir": str(tmp_path / lab),
-        "gpu": gpu,
-        "rubrics": unit.rubrics(ROOT / "solutions" / lab / f"{lab}.ipynb"),
-    }
-    return unit.run_unit(job)["autograded"]
+    job = Job(
+        student="ivanov",
+        lab=lab,
+        release=student_notebook(lab),
+        upload=upload,
+        seed="s",
+        sandbox="none",
+        limits=CPU_LIMITS,
+        unit_dir=str(tmp_path / lab),
+        gpu=gpu,
+        rubrics=unit.rubrics(ROOT / "solutions" / lab / f"{lab}.ipynb"),
+    )
+    return unit.run_unit(job).autograded
 
 
 def _criteria_after(cells) -> dict[str, str]:

@@ -89,6 +89,32 @@ def test_the_page_is_not_parsed_again(monkeypatch):
         _render(HTMLExporter, nbformat.v4.new_notebook(cells=[_image_cell()]))
 
 
+#: SHA-256 исходника HTMLExporter.from_notebook_node в nbconvert 7.17 — метода, начало
+#: которого повторяет ReportExporter.from_notebook_node (feedback/teacher/reports.py).
+COPIED_NBCONVERT_SOURCE = "3dccafff45cc4e749766089c7de2f5385ac071e03f4f5a15bfb3b025f54893b9"
+
+
+def test_the_copied_nbconvert_code_is_still_what_nbconvert_does():
+    """Ограда: ReportExporter повторяет закрытый код nbconvert 7.17 (pyproject.toml — <7.18)."""
+    import hashlib
+    import inspect
+
+    import nbconvert
+
+    source = inspect.getsource(HTMLExporter.from_notebook_node)
+    assert hashlib.sha256(source.encode()).hexdigest() == COPIED_NBCONVERT_SOURCE, (
+        f"В nbconvert {nbconvert.__version__} изменился HTMLExporter.from_notebook_node. "
+        "Сверьте с ним ReportExporter.from_notebook_node (feedback/teacher/reports.py): "
+        "подсветку кода (Highlight2HTML), _init_resources, фильтр WidgetsDataTypeFilter с "
+        "_nb_metadata и то, что делается после разбора страницы BeautifulSoup (подпись alt, "
+        "tabindex). Если всё по-прежнему верно — обновите COPIED_NBCONVERT_SOURCE здесь и "
+        "границу версии nbconvert в pyproject.toml."
+    )
+    exporter = HTMLExporter()
+    for private in ("_init_resources", "_nb_metadata"):
+        assert hasattr(exporter, private), f"в nbconvert больше нет HTMLExporter.{private}"
+
+
 # ------------------------------------------------------------------- что читает учащийся
 
 LAB4 = "lab_7_4_gpu_memory"
@@ -115,6 +141,7 @@ def lab4_work(tmp_path_factory):
     from nbgrader.preprocessors import SaveCells
 
     from feedback.teacher import gradebook, unit
+    from feedback.teacher.results import TaskOutcome, UnitResult
 
     work = tmp_path_factory.mktemp("reports-work")
     db = f"sqlite:///{work / 'gradebook.db'}"
@@ -136,12 +163,11 @@ def lab4_work(tmp_path_factory):
     found = unit.rubrics(ROOT / "solutions" / LAB4 / f"{LAB4}.ipynb")
     notebook.cells = unit.with_rubrics(notebook.cells, found)
     tests = {
-        "check_calculate_param_memory": {"score": 2.0},
-        "check_calculate_input_data_memory": {"score": 0.0},
+        "check_calculate_param_memory": TaskOutcome(score=2.0, points=2),
+        "check_calculate_input_data_memory": TaskOutcome(score=0.0, points=2),
     }
-    result = {"student": "ivanov", "lab": LAB4, "autograded": notebook, "tests": tests}
-    result["autograded"] = json.loads(nbformat.writes(notebook))
-    gradebook.record(work, result)
+    autograded = nbformat.from_dict(json.loads(nbformat.writes(notebook)))
+    gradebook.record(work, UnitResult("ivanov", LAB4, autograded, tests))
     return work
 
 

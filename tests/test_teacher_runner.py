@@ -1,11 +1,14 @@
 """Где выполняются единицы: места на ядрах процессора и работа, которая не вернулась."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from feedback.teacher import runner
+from feedback.teacher.results import Job
 from feedback.teacher.runner import cpu_slots, run_isolated
+from feedback.teacher.settings import CPU_LIMITS
 
 from notebook_runner import ROOT
 
@@ -24,17 +27,17 @@ def test_each_slot_gets_its_own_cpus(monkeypatch, workers, cpus, slots):
     assert cpu_slots(workers) == slots
 
 
-def job(release: object, seconds: float = 30) -> dict:
-    return {
-        "student": "ivanov",
-        "lab": "lab_7_2_training_flops",
-        "file": "x.ipynb",
-        "release": release,
-        "upload": {"cells": []},
-        "seed": "s",
-        "sandbox": "none",
-        "limits": {"notebook_seconds": seconds, "cell_seconds": seconds},
-    }
+def job(release: object, seconds: float = 30) -> Job:
+    return Job(
+        student="ivanov",
+        lab="lab_7_2_training_flops",
+        file="x.ipynb",
+        release=release,
+        upload={"cells": []},
+        seed="s",
+        sandbox="none",
+        limits=replace(CPU_LIMITS, notebook_seconds=seconds, cell_seconds=seconds),
+    )
 
 
 RELEASE = json.loads(
@@ -45,10 +48,9 @@ RELEASE = json.loads(
 @pytest.mark.slow
 def test_a_crashing_unit_becomes_an_unassessed_work(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE7_UNITS_DIR", str(tmp_path))
-    broken = job(RELEASE)
-    del broken["seed"]  # задание без зерна: единица падает на полпути
+    broken = replace(job(RELEASE), allowed=None)  # задание без списка помощников: единица падает
     result = run_isolated(broken)
-    assert result["problems"][0].startswith("Работа не оценена: сбой оценивания")
+    assert result.problems[0].startswith("Работа не оценена: сбой оценивания")
     assert list(tmp_path.iterdir()) == []  # временная папка единицы убрана
 
 
@@ -57,5 +59,5 @@ def test_a_unit_that_does_not_return_in_time_is_killed(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE7_UNITS_DIR", str(tmp_path))
     monkeypatch.setattr(runner, "UNIT_GRACE_SECONDS", 0)
     result = run_isolated(job(RELEASE, seconds=0.5))
-    assert "не завершилось за 0 с" in result["problems"][0]
-    assert all(test["score"] == 0 for test in result["tests"].values())
+    assert "не завершилось за 0 с" in result.problems[0]
+    assert all(test.score == 0 for test in result.tests.values())

@@ -27,7 +27,7 @@ from feedback.teacher.safe_html import (
     clean_notebook,
     clean_output_data,
 )
-from feedback.teacher.sandbox import Limits
+from feedback.teacher.settings import CPU_LIMITS, GPU_LIMITS
 
 
 class _Urls(HTMLParser):
@@ -323,7 +323,7 @@ def test_markdown_images_from_attachments_are_kept():
 
 
 def test_big_outputs_and_answers_become_a_short_note():
-    assert HTML_LIMIT == Limits().output_bytes
+    assert HTML_LIMIT == CPU_LIMITS.output_bytes == GPU_LIMITS.output_bytes
     big_html = "<p>" + "x" * HTML_LIMIT + "</p>"
     big_markdown = "[a](b) " * (MARKDOWN_LIMIT // 7 + 1)
     data = clean_output_data({"text/html": big_html, "text/markdown": big_markdown})

@@ -161,16 +161,17 @@ def test_memory_budget_stops_the_notebook(tmp_path, mode):
     assert execution.status[1] == "not-run"
 
 
+#: Ячейка, которая не даёт себя прервать: ядро не отвечает на прерывание по лимиту времени.
+IGNORES_INTERRUPTS = (
+    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+)
+
+
 @needs_bwrap
 def test_a_loop_that_ignores_interrupts_is_killed(tmp_path):
     limits = Limits(notebook_seconds=60, cell_seconds=2, memory_bytes=400 * 1024**2)
     started = time.monotonic()
-    execution = run(
-        tmp_path,
-        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
-        "print('after')",
-        limits=limits,
-    )
+    execution = run(tmp_path, IGNORES_INTERRUPTS, "print('after')", limits=limits)
     assert "прерывание" in execution.stopped
     assert time.monotonic() - started < 30
 
@@ -179,12 +180,7 @@ def test_a_loop_that_ignores_interrupts_is_killed(tmp_path):
 def test_a_cell_cut_by_the_notebook_budget_names_the_budget(tmp_path):
     """Ячейку оборвал остаток бюджета тетрадки: причина — бюджет, даже если ядро не ответило."""
     limits = Limits(notebook_seconds=3, cell_seconds=60, memory_bytes=400 * 1024**2)
-    execution = run(
-        tmp_path,
-        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
-        "print('after')",
-        limits=limits,
-    )
+    execution = run(tmp_path, IGNORES_INTERRUPTS, "print('after')", limits=limits)
     assert "бюджет времени" in execution.stopped and execution.status[1] == "not-run"
 
 

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import math
-import os
 import sys
 import weakref
 from dataclasses import dataclass, field, replace
@@ -23,14 +22,9 @@ from feedback.generation.prompts import (
     SAMPLER_SEED,
     TOP_K,
 )
+from feedback.settings import default_keras_backend
 
 # --------------------------------------------------------------------------- загрузка
-
-
-def _ensure_keras_backend() -> None:
-    """JAX по умолчанию, если keras ещё не импортирован и бэкенд не задан."""
-    if "keras" not in sys.modules:
-        os.environ.setdefault("KERAS_BACKEND", "jax")
 
 
 def load_model(name: str) -> Any:
@@ -43,7 +37,7 @@ def load_model(name: str) -> Any:
     if name not in MODEL_PRESETS:
         known = ", ".join(f"«{key}»" for key in MODEL_PRESETS)
         raise ValueError(f"Неизвестная модель «{name}». Доступны: {known}.")
-    _ensure_keras_backend()
+    default_keras_backend()
     import keras_hub
 
     real_preset = MODEL_PRESETS[name]

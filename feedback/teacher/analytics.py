@@ -2,8 +2,8 @@
 
 Вердикт каждой непройденной проверки несёт код типичной ошибки
 (:attr:`feedback.result.CheckResult.mistake`, список — :mod:`feedback.answers.mistakes`);
-единица кладёт его в результат (``tests[grade_id]["mistake"]``), а родительский процесс —
-в строку mistakes.csv (:func:`mistake_rows`). После записи всех таблиц
+единица кладёт его в результат (:attr:`feedback.teacher.results.TaskOutcome.mistake`),
+а родительский процесс — в строку mistakes.csv (:func:`mistake_rows`). После записи всех таблиц
 :func:`after_grading` пишет:
 
 - similar.csv — пары почти одинаковых ответов (:mod:`feedback.teacher.similarity`) по
@@ -25,12 +25,20 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from feedback.answers.mistakes import NOT_ASSESSED, describe
+from feedback.answers.mistakes import describe
 from feedback.result import UNKNOWN
+from feedback.teacher.class_data import (
+    NO_CODE,
+    NOT_MISTAKES,
+    SLOW_FACTOR,
+    SLOW_SECONDS,
+    ClassData,
+    TaskStats,
+)
+from feedback.teacher.results import UnitResult
 from feedback.teacher.similarity import SIMILAR_HEADER, similar_rows, tasks_from
 from feedback.teacher.tables import write_csv
 
@@ -40,8 +48,6 @@ SUMMARY_HTML = "summary.html"
 MISTAKES_MD = "mistakes.md"
 #: Столбцы mistakes.csv: кто, какое задание, код и описание ошибки и подсказка из вердикта.
 MISTAKES_HEADER = ["student_id", "lab", "task", "mistake", "description", "hint"]
-#: Коды, которые не ошибки по существу: в список к лекции не попадают.
-NOT_MISTAKES = {UNKNOWN, NOT_ASSESSED}
 HINT_MARK = "Подсказка:"
 
 
@@ -69,15 +75,15 @@ def hint_from_verdict(verdict: str) -> str:
     return text if len(text) <= HINT_CHARS else text[: HINT_CHARS - 1] + "…"
 
 
-def mistake_rows(result: Mapping[str, Any]) -> list[list[str]]:
+def mistake_rows(result: UnitResult) -> list[list[str]]:
     """Строки mistakes.csv для результата единицы: по одной на непройденное задание."""
     rows = []
-    for grade_id, test in sorted(result.get("tests", {}).items()):
-        if not isinstance(test, Mapping) or test.get("passed"):
+    for grade_id, test in sorted(result.tests.items()):
+        if test.passed:
             continue
-        mistake = str(test.get("mistake") or UNKNOWN)
-        hint = hint_from_verdict(test.get("verdict", "")) if mistake not in NOT_MISTAKES else ""
-        rows.append([result["student"], result["lab"], grade_id, mistake, describe(mistake), hint])
+        mistake = str(test.mistake or UNKNOWN)
+        hint = hint_from_verdict(test.verdict) if mistake not in NOT_MISTAKES else ""
+        rows.append([result.student, result.lab, grade_id, mistake, describe(mistake), hint])
     return rows
 
 
@@ -127,64 +133,6 @@ def autograded(work: Path) -> Iterator[tuple[str, str, dict]]:
 # --------------------------------------------------------------------------- сводка данных
 
 
-@dataclass
-class TaskStats:
-    """Задание автопроверки по классу: сколько работ, сколько прошли, какие ошибки."""
-
-    lab: str
-    task: str
-    total: int = 0
-    passed: int = 0
-    mistakes: Counter = field(default_factory=Counter)
-    hints: dict[str, Counter] = field(default_factory=dict)
-
-    @property
-    def failed(self) -> int:
-        return self.total - self.passed
-
-    @property
-    def pass_rate(self) -> float:
-        return self.passed / self.total if self.total else 0.0
-
-    def share(self, mistake: str) -> float:
-        """Доля работ задания с этой ошибкой (от всех работ задания)."""
-        return self.mistakes[mistake] / self.total if self.total else 0.0
-
-
-#: Непройденная проверка без строки в mistakes.csv (оценена версией без кодов ошибок).
-NO_CODE = "—"
-
-
-@dataclass
-class ClassData:
-    """Всё, что показывает сводка: по лабораторным, заданиям и спискам таблиц."""
-
-    labs: list[str]
-    scores: dict[str, list[tuple[float, float]]]  # лаб → [(баллы, максимум)]
-    tasks: dict[str, list[TaskStats]]  # лаб → задания по порядку выпуска
-    problems: list[dict[str, str]]
-    review: list[dict[str, str]]
-    similar: list[dict[str, str]]
-    pending: list[dict[str, Any]]
-    slowest: list[dict[str, str]]
-
-    def top_mistakes(self, lab: str, count: int = 3) -> list[tuple[str, int, str]]:
-        """Самые частые ошибки лабораторной: (код, сколько раз, самая частая подсказка)."""
-        total: Counter = Counter()
-        hints: dict[str, Counter] = {}
-        for stats in self.tasks.get(lab, []):
-            for mistake, number in stats.mistakes.items():
-                if mistake in NOT_MISTAKES or mistake == NO_CODE:
-                    continue
-                total[mistake] += number
-                hints.setdefault(mistake, Counter()).update(stats.hints.get(mistake, {}))
-        ranked = sorted(total.items(), key=lambda item: (-item[1], item[0]))[:count]
-        return [
-            (mistake, number, hints[mistake].most_common(1)[0][0] if hints[mistake] else "")
-            for mistake, number in ranked
-        ]
-
-
 def _number(text: str | None) -> float | None:
     try:
         return float(text) if text not in (None, "") else None
@@ -211,12 +159,6 @@ def pending_manual(work: Path) -> list[dict[str, Any]]:
                 }
             )
     return waiting
-
-
-#: Долгая работа: не меньше SLOW_SECONDS и во SLOW_FACTOR раз дольше медианы своей
-#: лабораторной (у GPU-лабораторных своя медиана).
-SLOW_SECONDS = 5.0
-SLOW_FACTOR = 3.0
 
 
 def slow_works(timings: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -358,7 +300,7 @@ def after_grading(work: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from feedback.teacher.grade import work_dir
+    from feedback.teacher.settings import work_dir
 
     args = sys.argv[1:] if argv is None else argv
     work = Path(args[0]).resolve() if args else work_dir()

@@ -27,6 +27,7 @@ import inspect
 import itertools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +35,19 @@ import nbformat
 
 from feedback.graded import GradedCheck, check_function, find, split_arguments
 
-#: Метаданные ячеек, которые добавил учащийся (для отчёта и взгляда преподавателя).
+#: Метаданные ячеек, которые добавил учащийся (для отчёта и взгляда преподавателя); это же
+#: роль такой ячейки в собранной тетрадке (:attr:`Assembled.roles`).
 ADDED = "added"
+#: Остальные роли ячеек собранной тетрадки: из выпуска как есть, ответ учащегося, проверка.
+FIXED = "fixed"
+ANSWER = "answer"
+TEST = "test"
+#: Метаданные ``course7`` служебных ячеек, которые оценивание добавляет в проверенную
+#: тетрадку: заметка оценивания (видят и учащийся, и преподаватель), что посмотреть вручную
+#: и критерии оценки под письменным ответом (только для преподавателя).
+GRADING_NOTE = "grading-note"
+REVIEW_NOTE = "review-note"
+RUBRIC_NOTE = "rubric"
 #: Ячейки выпуска с этим тегом при оценивании не выполняются: проверкам они не нужны
 #: (обучение, графики, демонстрации), а вместо их вывода показывается сданный учащимся.
 SKIP_TAG = "grading-skip"
@@ -67,7 +79,13 @@ def normalize(source: str) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def _text(source: Any) -> str:
+def cell_source(cell: Any) -> str:
+    """Текст ячейки JSON: строка как есть, список строк — склеенный, иное — пустая строка.
+
+    В файле .ipynb текст ячейки бывает и строкой, и списком строк, а в загруженной работе —
+    чем угодно: из списка берутся только строки.
+    """
+    source = cell.get("source") if isinstance(cell, Mapping) else None
     if isinstance(source, str):
         return source
     if isinstance(source, list):
@@ -96,7 +114,7 @@ def upload_cells(nb: Any) -> list[Cell]:
         result.append(
             Cell(
                 raw["cell_type"],
-                _text(raw.get("source")),
+                cell_source(raw),
                 grade_id if isinstance(grade_id, str) and grade_id else None,
                 cell_id if isinstance(cell_id, str) and cell_id else None,
                 raw.get("outputs") if raw["cell_type"] == "code" else None,
@@ -346,11 +364,11 @@ def assemble(release: nbformat.NotebookNode, upload: Any) -> Assembled:
         if i in answers:
             if i in placement.answers:
                 cell.source = cells[placement.answers[i]].source
-            roles.append("answer")
+            roles.append(ANSWER)
             if cell.cell_type == "code":
                 learner.append((len(result.cells), cell.metadata["nbgrader"]["grade_id"]))
         else:
-            roles.append("test" if is_test(cell) else "fixed")
+            roles.append(TEST if is_test(cell) else FIXED)
         source = placement.answers.get(i, placement.matched.get(i))
         if source is not None and cells[source].outputs and cell.cell_type == "code":
             submitted[len(result.cells)] = cells[source].outputs

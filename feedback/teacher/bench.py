@@ -21,7 +21,8 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from feedback.teacher.release import ROOT
+from feedback.settings import GRADING_DIR, SANDBOX
+from feedback.teacher.settings import ROOT
 
 TEST_TIMES = (ROOT / ".course-work" / "test-times.xml", ROOT / ".course-work" / "nbval-times.xml")
 
@@ -91,7 +92,7 @@ def _per_submission(
 
 ONE: Setting = (1, ())
 TWO: Setting = (2, ())
-BARE: Setting = (1, (("COURSE7_SANDBOX", "none"),))
+BARE: Setting = (1, ((SANDBOX.name, "none"),))
 
 
 def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tuple[str, str]]:
@@ -99,7 +100,7 @@ def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tupl
     rows = []
     with tempfile.TemporaryDirectory(prefix="course7-bench-") as tmp:
         root = Path(tmp)
-        os.environ["COURSE7_GRADING_DIR"] = str(root / "work")
+        os.environ[GRADING_DIR.name] = str(root / "work")  # для процессов make grade
         empty = root / "empty"
         empty.mkdir()
         cold = _timed_command(empty)
@@ -131,7 +132,7 @@ def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tupl
     return rows
 
 
-def test_groups(paths: tuple[Path, ...] = TEST_TIMES) -> list[tuple[str, str]]:
+def group_times(paths: tuple[Path, ...] = TEST_TIMES) -> list[tuple[str, str]]:
     """Время групп тестов (по файлам) из отчётов JUnit последнего ``make test``.
 
     Это сумма времени тестов группы; тесты идут в несколько процессов, поэтому сумма по
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-submissions", type=int, default=4, help="то же для GPU-лабораторной")
     args = parser.parse_args(argv)
     rows = measure(args.cpu_lab, args.gpu_lab, args.submissions, args.gpu_submissions)
-    print(table(rows + test_groups()))
+    print(table(rows + group_times()))
     return 0
 
 

@@ -7,10 +7,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-CACHE_ENV = "COURSE7_GRADING_CACHE"
+from feedback.settings import GRADING_CACHE
+
+CACHE_ENV = GRADING_CACHE.name
 
 #: Кэшировать любые компиляции XLA, даже короткие и маленькие (у крошечной модели все такие).
 #: Те же настройки у ядер оценивания и у тестов (make test читает их отсюда: ``python -m
@@ -25,8 +26,7 @@ JAX_COMPILATION_CACHE_ENV = {
 
 def cache_root(preferred: str | None = None) -> Path:
     """Папка кэшей: из задания, ``$COURSE7_GRADING_CACHE`` или ``~/.cache/course7-grading``."""
-    chosen = preferred or os.environ.get(CACHE_ENV)
-    return Path(chosen).expanduser() if chosen else Path.home() / ".cache" / "course7-grading"
+    return Path(preferred).expanduser() if preferred else GRADING_CACHE.read()
 
 
 def tiny_model_cache(root: Path) -> Path:

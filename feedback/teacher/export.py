@@ -364,7 +364,7 @@ def _listed(ids: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from feedback.teacher.grade import work_dir
+    from feedback.teacher.settings import work_dir
 
     parser = argparse.ArgumentParser(description="Выгрузить оценки курса 7 для Moodle.")
     parser.add_argument(

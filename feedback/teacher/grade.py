@@ -19,11 +19,18 @@
 получают id из него (:mod:`feedback.teacher.roster`), а номера участников Moodle
 запоминаются в lms_ids.csv для ``make export``.
 
-Рабочая папка — .course-work/ или ``COURSE7_GRADING_DIR``. Код выхода 0 — оценивание
-завершено (даже если были проблемные работы), 2 — не так настроено само оценивание.
+Рабочая папка — .course-work/ или ``COURSE7_GRADING_DIR``; все настройки (пути, бюджеты,
+песочница, ``JOBS``, ``SCHEDULER``) — :class:`feedback.teacher.settings.Settings`, их
+:func:`grade` получает аргументом. Код выхода 0 — оценивание завершено (даже если были
+проблемные работы), 2 — не так настроено само оценивание.
 """
 
 from __future__ import annotations
+
+# Первым, до nbformat: процесс оценивания без rfc3987_syntax (см. модуль).
+from feedback.teacher import lean  # noqa: F401
+
+# isort: split
 
 import argparse
 import csv
@@ -32,38 +39,25 @@ import json
 import os
 import secrets
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
+from feedback.settings import MIB, SettingError
 from feedback.teacher import analytics, gradebook, roster, uploads
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
-from feedback.teacher.release import ROOT, lab_sources
+from feedback.teacher.release import lab_sources
 from feedback.teacher.reports import ReportWriter
+from feedback.teacher.results import Job, UnitResult
 from feedback.teacher.review import allowed_helpers, course_modules
 from feedback.teacher.runner import run_dask, run_local
-from feedback.teacher.sandbox import (
-    GIB,
-    Limits,
-    SandboxUnavailable,
-    parse_size,
-    sandbox_mode,
-    sandbox_warning,
-)
+from feedback.teacher.sandbox import SandboxUnavailable, sandbox_mode, sandbox_warning
+from feedback.teacher.settings import PACKAGE, ROOT, Settings, is_gpu_lab
 from feedback.teacher.tables import write_csv
 from feedback.teacher.unit import rubrics, unassessed
 from feedback.teacher.uploads import Problem, Submission
-
-#: Лимиты по умолчанию: лабораторные на процессоре и GPU-лабораторные (крошечный режим).
-CPU_LIMITS = Limits(notebook_seconds=180, cell_seconds=60, memory_bytes=int(1.5 * GIB))
-GPU_LIMITS = Limits(notebook_seconds=900, cell_seconds=600, memory_bytes=3 * GIB)
-
-
-def work_dir() -> Path:
-    """Рабочая папка оценивания (её же использует nbgrader_config.py)."""
-    return Path(os.environ.get("COURSE7_GRADING_DIR", ROOT / ".course-work")).resolve()
 
 
 class SetupError(RuntimeError):
@@ -74,7 +68,7 @@ class SetupError(RuntimeError):
 class Run:
     """Всё, что знает один запуск оценивания."""
 
-    work: Path
+    settings: Settings
     mode: str
     jobs: int
     releases: dict[str, nbformat.NotebookNode]
@@ -86,6 +80,10 @@ class Run:
     cases: list[dict[str, Any]] = field(default_factory=list)
     timings: list[dict[str, Any]] = field(default_factory=list)
     mistakes: list[list[str]] = field(default_factory=list)  # строки mistakes.csv
+
+    @property
+    def work(self) -> Path:
+        return self.settings.work
 
 
 # --------------------------------------------------------------------------- подготовка
@@ -100,10 +98,10 @@ def _secret(work: Path) -> str:
     return path.read_text().strip()
 
 
-def _allowed(releases: dict[str, nbformat.NotebookNode]) -> dict[str, list[str]]:
+def _allowed(releases: dict[str, nbformat.NotebookNode], root: Path = ROOT) -> dict[str, list[str]]:
     """Помощники курса, которыми пользуются эталонные решения каждой лабораторной."""
     allowed = {}
-    for source in lab_sources():
+    for source in lab_sources(root):
         lab = source.parent.name
         nb = nbformat.read(source, as_version=4)
         setup = [
@@ -120,28 +118,12 @@ def _allowed(releases: dict[str, nbformat.NotebookNode]) -> dict[str, list[str]]
     return allowed
 
 
-def limits_for(release: nbformat.NotebookNode, env: dict[str, str] | None = None) -> Limits:
-    """Бюджеты лабораторной; их меняют переменные COURSE7_*_TIMEOUT и COURSE7_MEMORY_LIMIT."""
-    env = os.environ if env is None else env
-    gpu = release.metadata.get("course7", {}).get("extra") == "gpu"
-    limits = GPU_LIMITS if gpu else CPU_LIMITS
-    changes: dict[str, Any] = {}
-    if env.get("COURSE7_NOTEBOOK_TIMEOUT"):
-        changes["notebook_seconds"] = float(env["COURSE7_NOTEBOOK_TIMEOUT"])
-    if env.get("COURSE7_CELL_TIMEOUT"):
-        changes["cell_seconds"] = float(env["COURSE7_CELL_TIMEOUT"])
-    if env.get("COURSE7_CALL_TIMEOUT"):
-        changes["call_seconds"] = float(env["COURSE7_CALL_TIMEOUT"])
-    if env.get("COURSE7_MEMORY_LIMIT"):
-        changes["memory_bytes"] = parse_size(env["COURSE7_MEMORY_LIMIT"])
-    return Limits(**{**limits.__dict__, **changes})
-
-
-def prepare(work: Path, jobs: int | None = None, roster_file: Path | None = None) -> Run:
+def prepare(settings: Settings, jobs: int | None = None, roster_file: Path | None = None) -> Run:
     """Рабочая папка, режим песочницы, лабораторные и список учащихся в базе, секрет случаев."""
+    work = settings.work
     work.mkdir(parents=True, exist_ok=True)
     try:
-        mode = sandbox_mode()
+        mode = sandbox_mode(wanted=settings.sandbox)
     except SandboxUnavailable as error:
         raise SetupError(str(error)) from None
     warning = sandbox_warning(mode)
@@ -158,8 +140,9 @@ def prepare(work: Path, jobs: int | None = None, roster_file: Path | None = None
         raise SetupError(str(error)) from None
     if people is not None:
         gradebook.import_students(work, [person.fields for person in people.people.values()])
-    jobs = jobs or int(os.environ.get("JOBS") or 0) or os.cpu_count() or 1
-    run = Run(work, mode, max(1, jobs), releases, _allowed(releases), _secret(work))
+    jobs = jobs or settings.jobs or os.cpu_count() or 1
+    allowed = _allowed(releases, settings.root)
+    run = Run(settings, mode, max(1, jobs), releases, allowed, _secret(work))
     run.matcher = matcher
     return run
 
@@ -187,7 +170,7 @@ def collect(source: Path, run: Run) -> list[Submission]:
 # --------------------------------------------------------------------------- единицы
 
 
-def job_for(run: Run, submission: Submission, cache: Path | None) -> dict[str, Any]:
+def job_for(run: Run, submission: Submission, cache: Path | None) -> Job:
     """Задание единицы: всё, что нужно для оценивания одной работы, и ничего лишнего.
 
     Ни путей к базе оценок, ни секрета курса: только зерно этого учащегося.
@@ -196,26 +179,23 @@ def job_for(run: Run, submission: Submission, cache: Path | None) -> dict[str, A
     seed = hashlib.sha256(
         f"{run.secret}:{submission.student}:{submission.lab}".encode()
     ).hexdigest()
-    return {
-        "student": submission.student,
-        "lab": submission.lab,
-        "file": submission.file,
-        "release": json.loads(nbformat.writes(release)),
-        "upload": submission.notebook,
+    return Job(
+        student=submission.student,
+        lab=submission.lab,
+        file=submission.file,
+        release=json.loads(nbformat.writes(release)),
+        upload=submission.notebook,
         # Критерии письменных ответов — из solutions/: formgrader покажет их рядом с ответами.
-        "rubrics": rubrics(ROOT / "solutions" / submission.lab / f"{submission.lab}.ipynb"),
-        "notes": submission.notes,
-        "allowed": run.allowed.get(submission.lab, []),
-        "seed": seed,
-        "sandbox": run.mode,
-        "limits": limits_for(release).__dict__,
-        "gpu": release.metadata.get("course7", {}).get("extra") == "gpu",
-        "cache_dir": str(cache) if cache else None,
-        "jax_cache_dir": str(cache / "jax") if cache else None,
-    }
-
-
-PACKAGE = Path(__file__).resolve().parents[1]
+        rubrics=rubrics(run.settings.rubric_source(submission.lab)),
+        notes=list(submission.notes),
+        allowed=run.allowed.get(submission.lab, []),
+        seed=seed,
+        sandbox=run.mode,
+        limits=run.settings.limits_for(release),
+        gpu=is_gpu_lab(release),
+        cache_dir=str(cache) if cache else None,
+        jax_cache_dir=str(cache / "jax") if cache else None,
+    )
 
 
 def reference_version(source: Path, package: Path = PACKAGE) -> str:
@@ -251,7 +231,7 @@ def warm_up(run: Run, labs: set[str], cache: Path) -> None:
     jax_dir = cache / "jax"
     jax_dir.mkdir(parents=True, exist_ok=True)
     pending = {}
-    for source in lab_sources():
+    for source in lab_sources(run.settings.root):
         lab = source.parent.name
         if lab not in labs:
             continue
@@ -260,16 +240,16 @@ def warm_up(run: Run, labs: set[str], cache: Path) -> None:
             continue
         reference = Submission("эталон", lab, str(source), json.loads(source.read_text("utf-8")))
         job = job_for(run, reference, cache)
-        if job["gpu"]:
-            job["jax_cache_write"] = str(jax_dir)
+        if job.gpu:
+            job = replace(job, jax_cache_write=str(jax_dir))
         pending[lab] = (job, stamp)
     failures = []
 
-    def on_result(result: dict[str, Any]) -> None:
-        _, stamp = pending[result["lab"]]
-        lost = [gid for gid, test in result["tests"].items() if not test.get("passed")]
-        if lost or result.get("problems"):
-            failures.append(f"{result['lab']}: {', '.join(lost)} {' '.join(result['problems'])}")
+    def on_result(result: UnitResult) -> None:
+        _, stamp = pending[result.lab]
+        lost = [gid for gid, test in result.tests.items() if not test.passed]
+        if lost or result.problems:
+            failures.append(f"{result.lab}: {', '.join(lost)} {' '.join(result.problems)}")
         else:
             stamp.touch()
 
@@ -284,32 +264,40 @@ def warm_up(run: Run, labs: set[str], cache: Path) -> None:
 # --------------------------------------------------------------------------- слияние
 
 
-def merge(run: Run, result: dict[str, Any], reports: ReportWriter) -> None:
+def merge(run: Run, result: UnitResult, reports: ReportWriter) -> None:
     """Результат единицы → база оценок, autograded/, отчёт и строки CSV."""
-    student, lab, file = result["student"], result["lab"], result.get("file", "")
+    student, lab, file = result.student, result.lab, result.file
     path = gradebook.record(run.work, result)
     reports.write(student, lab, path)
-    for problem in result.get("problems", []):
+    for problem in result.problems:
         run.problems.append(Problem(student, lab, file, problem))
-    for item in result.get("review", []):
-        run.review.append({"student_id": student, "lab": lab, **item})
-    for grade_id, params in result.get("cases", {}).items():
+    for item in result.review:
+        run.review.append({"student_id": student, "lab": lab, **asdict(item)})
+    for grade_id, params in result.cases.items():
         run.cases.append(
             {"student_id": student, "lab": lab, "grade_id": grade_id, "params": params}
         )
-    run.timings.append({"student_id": student, "lab": lab, "seconds": result.get("wall_seconds")})
+    run.timings.append(
+        {
+            "student_id": student,
+            "lab": lab,
+            "seconds": result.wall_seconds,
+            "execution_seconds": result.execution_seconds,
+            "peak_memory": result.peak_memory,
+        }
+    )
     run.mistakes += analytics.mistake_rows(result)
 
 
-def _merge_safely(run: Run, result: dict[str, Any], reports: ReportWriter) -> None:
+def _merge_safely(run: Run, result: UnitResult, reports: ReportWriter) -> None:
     try:
         merge(run, result, reports)
     except Exception as error:
         run.problems.append(
             Problem(
-                result.get("student", "?"),
-                result.get("lab", "?"),
-                result.get("file", ""),
+                result.student,
+                result.lab,
+                result.file,
                 f"не удалось записать результат: {type(error).__name__}: {error}",
             )
         )
@@ -352,6 +340,23 @@ def _with_earlier(path: Path, header: list[str], rows: list[list[Any]], run: Run
     return sorted(rows + kept, key=_natural) if kept else rows
 
 
+#: Столбцы timings.csv: секунды на работу (с запуском процесса единицы), из них — выполнение
+#: тетрадки в ядре, и наибольшая память всех процессов ядра (МиБ; бюджет — COURSE7_MEMORY_LIMIT).
+TIMINGS_HEADER = ["student_id", "lab", "seconds", "execution_seconds", "peak_memory_mib"]
+
+
+def _timing_row(timing: dict[str, Any]) -> list[str]:
+    seconds, execution = timing.get("seconds"), timing.get("execution_seconds")
+    peak = timing.get("peak_memory")
+    return [
+        timing["student_id"],
+        timing["lab"],
+        f"{seconds:.1f}" if seconds else "",
+        f"{execution:.1f}" if execution else "",
+        f"{peak / MIB:.0f}" if peak else "",
+    ]
+
+
 def write_tables(run: Run) -> None:
     """problems.csv, needs_review.csv, cases.csv, timings.csv и выгрузка оценок."""
     gradebook.export(run.work)
@@ -392,16 +397,7 @@ def write_tables(run: Run) -> None:
         )
     )
     timings = sorted(run.timings, key=lambda t: (t["student_id"], t["lab"]))
-    tables.append(
-        (
-            "timings.csv",
-            ["student_id", "lab", "seconds"],
-            [
-                [t["student_id"], t["lab"], f"{t['seconds']:.1f}" if t["seconds"] else ""]
-                for t in timings
-            ],
-        )
-    )
+    tables.append(("timings.csv", TIMINGS_HEADER, [_timing_row(t) for t in timings]))
     mistakes = sorted(getattr(run, "mistakes", []))
     tables.append((analytics.MISTAKES_CSV, analytics.MISTAKES_HEADER, mistakes))
     for name, header, rows in tables:
@@ -428,6 +424,10 @@ def upload_fingerprint(notebook: Any) -> str:
     """Отпечаток сданной тетрадки: тот же файл, скачанный заново, даёт тот же отпечаток."""
     text = json.dumps(notebook, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+#: Отпечаток неоценённой работы, у которой нет тетрадки (пустой список — как и прежде).
+NO_UPLOAD = upload_fingerprint([])
 
 
 def load_scores(work: Path) -> dict[tuple[str, str], Graded] | None:
@@ -528,8 +528,13 @@ def changes(
 # --------------------------------------------------------------------------- всё вместе
 
 
-def _unassessed(run: Run, problems: list[Problem], graded: set[tuple[str, str]]) -> list[dict]:
-    """Нули для неоценённых работ, у которых известны учащийся и лабораторная."""
+def _unassessed(
+    run: Run, problems: list[Problem], graded: set[tuple[str, str]]
+) -> list[UnitResult]:
+    """Нули для неоценённых работ, у которых известны учащийся и лабораторная.
+
+    Проблем в результате нет: строка о работе в problems.csv уже есть (со сбора работ).
+    """
     results, seen = [], set(graded)
     for problem in problems:
         key = (problem.student, problem.lab)
@@ -538,8 +543,7 @@ def _unassessed(run: Run, problems: list[Problem], graded: set[tuple[str, str]])
         seen.add(key)
         release = json.loads(nbformat.writes(run.releases[problem.lab]))
         result = unassessed(problem.student, problem.lab, problem.file, release, problem.problem)
-        result["problems"] = []  # строка в problems.csv уже есть
-        results.append(result)
+        results.append(replace(result, problems=[]))
     return results
 
 
@@ -548,32 +552,36 @@ def grade(
     jobs: int | None = None,
     scheduler: str | None = None,
     roster_file: Path | None = None,
+    settings: Settings | None = None,
 ) -> Path:
     """Весь цикл оценивания; возвращает путь к grades.csv.
 
     ``scheduler`` — адрес планировщика Dask: тогда работы выполняются на его рабочих.
     ``roster_file`` — список учащихся (копируется в рабочую папку как students.csv; без
-    него берётся тот, что уже там).
+    него берётся тот, что уже там). ``settings`` — пути, бюджеты и песочница; без них —
+    из переменных окружения (:meth:`Settings.from_env`).
     """
-    work = work_dir()
-    run = prepare(work, jobs, roster_file)
+    settings = settings or Settings.from_env()
+    scheduler = scheduler or settings.scheduler
+    work = settings.work
+    run = prepare(settings, jobs, roster_file)
     before = load_scores(work)
     if before is None:  # первый запуск (или снимка ещё не было): что уже есть в базе
         before = current_scores(work, {})
-    found = collect(submissions or work / "submitted", run)
+    found = collect(submissions or settings.submitted, run)
     if run.matcher is not None:
         roster.save_participants(work, run.matcher.seen)
     collection_problems = list(run.problems)
-    cache = work / "cache"
+    cache = settings.cache
     jobs_list = [job_for(run, s, None if scheduler else cache) for s in found]
-    if any(job["gpu"] for job in jobs_list):
+    if any(job.gpu for job in jobs_list):
         tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
-    warm_up(run, {job["lab"] for job in jobs_list}, cache)
+    warm_up(run, {job.lab for job in jobs_list}, cache)
     reports = ReportWriter(work)
     total = len(jobs_list)
     done = 0
 
-    def on_result(result: dict[str, Any]) -> None:
+    def on_result(result: UnitResult) -> None:
         nonlocal done
         done += 1
         _merge_safely(run, result, reports)
@@ -587,7 +595,7 @@ def grade(
     uploads_now = {(s.student, s.lab): upload_fingerprint(s.notebook) for s in found}
     for result in _unassessed(run, collection_problems, graded):
         _merge_safely(run, result, reports)
-        uploads_now[(result["student"], result["lab"])] = upload_fingerprint(result["problems"])
+        uploads_now[(result.student, result.lab)] = NO_UPLOAD
     write_tables(run)
     after = current_scores(work, uploads_now, before)
     write_csv(work / "changes.csv", CHANGES_HEADER, changes(before, after, set(uploads_now)))
@@ -609,15 +617,13 @@ def _analytics(work: Path) -> None:
     print(f"Сводка составлена за {written['seconds']:.1f} с", file=sys.stderr, flush=True)
 
 
-def _progress(done: int, total: int, result: dict[str, Any]) -> None:
-    tests = result.get("tests", {})
-    score = sum(float(t.get("score", 0)) for t in tests.values())
-    points = sum(float(t.get("points", 0)) for t in tests.values())
-    mark = " ⚠" if result.get("problems") or result.get("review") else ""
-    took = f" ({result['wall_seconds']:.1f} с)" if result.get("wall_seconds") else ""
+def _progress(done: int, total: int, result: UnitResult) -> None:
+    score = sum(float(test.score) for test in result.tests.values())
+    points = sum(float(test.points) for test in result.tests.values())
+    mark = " ⚠" if result.flagged else ""
+    took = f" ({result.wall_seconds:.1f} с)" if result.wall_seconds else ""
     print(
-        f"[{done}/{total}] {result['student']} · {result['lab']}: "
-        f"{score:g} из {points:g}{mark}{took}",
+        f"[{done}/{total}] {result.student} · {result.lab}: {score:g} из {points:g}{mark}{took}",
         file=sys.stderr,
         flush=True,
     )
@@ -641,16 +647,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--scheduler",
-        default=os.environ.get("SCHEDULER") or None,
-        help="адрес планировщика Dask (tcp://host:8786): работы выполняются на его рабочих",
+        default=None,
+        help="адрес планировщика Dask (tcp://host:8786): работы выполняются на его рабочих; "
+        "по умолчанию — переменная SCHEDULER",
     )
     args = parser.parse_args(argv)
     try:
-        grades = grade(args.submissions, args.jobs, args.scheduler, args.roster)
-    except SetupError as error:
+        settings = Settings.from_env()
+        grades = grade(args.submissions, args.jobs, args.scheduler, args.roster, settings)
+    except (SetupError, SettingError) as error:
         print(f"Оценивание не началось: {error}", file=sys.stderr)
         return 2
-    work = work_dir()
+    work = settings.work
     print(f"Оценки: {grades}")
     print(f"Оценки по заданиям: {work / 'grades_by_task.csv'}")
     print(f"Проблемные работы: {work / 'problems.csv'}")

@@ -24,7 +24,9 @@ from typing import Any
 
 import nbformat
 
-from feedback.teacher.release import ROOT, lab_sources
+from feedback.teacher.release import lab_sources
+from feedback.teacher.results import UnitResult
+from feedback.teacher.settings import COURSE_ID, Settings, gradebook_url
 from feedback.teacher.tables import write_csv
 
 NO_RESPONSE = "Нет ответа."
@@ -67,10 +69,11 @@ def _api(work: Path) -> Any:
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    config.CourseDirectory.release_directory = str(work / "release")
-    config.CourseDirectory.db_url = f"sqlite:///{work / 'gradebook.db'}"
-    config.CourseDirectory.root = str(ROOT)
+    settings = Settings(work=work)
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(settings.root)).load_config()
+    for name, value in settings.course_directory().items():
+        setattr(config.CourseDirectory, name, value)
+    config.CourseDirectory.release_directory = str(settings.release)
     return NbGraderAPI(config=config)
 
 
@@ -89,23 +92,23 @@ def _open(work: Path) -> Any:
     from nbgrader.api import Gradebook
 
     with _scripts_on_path():  # новую базу nbgrader помечает версией из alembic
-        return Gradebook(f"sqlite:///{work / 'gradebook.db'}", "course7")
+        return Gradebook(gradebook_url(work), COURSE_ID)
 
 
-def record(work: Path, result: dict[str, Any]) -> Path:
+def record(work: Path, result: UnitResult) -> Path:
     """Записывает результат единицы в базу и кладёт проверенную тетрадку на место."""
     from nbgrader.utils import compute_checksum, determine_grade
 
-    student, lab = result["student"], result["lab"]
+    student, lab = result.student, result.lab
     # HTML из работы уже очищен в единице (feedback.teacher.unit.run_unit).
-    notebook = nbformat.reads(json.dumps(result["autograded"]), as_version=4)
+    notebook = nbformat.reads(json.dumps(result.autograded), as_version=4)
     folder = work / "autograded" / student / lab
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     path = folder / f"{lab}.ipynb"
     nbformat.write(notebook, path)
-    flagged = bool(result.get("review"))
-    tests = result.get("tests", {})
+    flagged = bool(result.review)
+    tests = result.tests
     timestamp = _submitted_timestamp(work, student, lab)
     with _open(work) as gb, warnings.catch_warnings():
         # nbgrader создаёт ячейки работы через автосброс сессии SQLAlchemy и ворчит об этом.
@@ -123,7 +126,8 @@ def record(work: Path, result: dict[str, Any]) -> Path:
                     grade.auto_score, _ = determine_grade(cell)
                     needs_review = grade.auto_score is None
                 else:  # автопроверка: только вердикт единицы, без вердикта — ноль
-                    grade.auto_score = float(tests.get(grade_id, {}).get("score", 0.0))
+                    test = tests.get(grade_id)
+                    grade.auto_score = float(test.score) if test is not None else 0.0
                     needs_review = flagged
                 grade.needs_manual_grade = needs_review or grade.manual_score is not None
             if grading.get("solution") or grading.get("task"):

@@ -19,6 +19,7 @@ from traitlets import Dict, Unicode
 
 from feedback.formatting import format_plain, plural_form
 from feedback.probe import OBSERVATION_MIME
+from feedback.teacher.assemble import ADDED, REVIEW_NOTE, RUBRIC_NOTE
 
 CODE_STUB = '# Добавьте сюда свой код\nraise NotImplementedError("Добавьте сюда свой код")'
 TOP_LEVEL_STUB = "# Добавьте сюда свой код"
@@ -53,9 +54,9 @@ class CourseClearSolutions(ClearSolutions):
         )
 
 
-#: Роли ячеек только для преподавателя (``REVIEW_NOTE`` и ``RUBRIC_NOTE`` из
-#: :mod:`feedback.teacher.unit`): что посмотреть вручную и критерии оценки ответов.
-TEACHER_ONLY = {"review-note", "rubric"}
+#: Роли ячеек только для преподавателя (:mod:`feedback.teacher.assemble`): что посмотреть
+#: вручную и критерии оценки ответов.
+TEACHER_ONLY = {REVIEW_NOTE, RUBRIC_NOTE}
 #: Ключ метаданных ячейки и ресурсов отчёта с тем, что отчёт называет по-русски.
 REPORT_KEY = "course7_report"
 
@@ -84,7 +85,7 @@ class ReportCleanup(NbGraderPreprocessor):
             output for output in cell.outputs if OBSERVATION_MIME not in output.get("data", {})
         ]
         learners = bool(cell.metadata.get("nbgrader", {}).get("solution"))
-        learners = learners or cell.metadata.get("course7") == "added"
+        learners = learners or cell.metadata.get("course7") == ADDED
         for output in cell.outputs:
             if output.output_type != "error":
                 continue

@@ -22,9 +22,9 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "solutions"
-RELEASE = ROOT / "notebooks"
+from feedback.teacher.assemble import cell_source
+from feedback.teacher.settings import NOTEBOOKS, ROOT
+
 PACKAGE = "course7-feedback"
 
 BADGES = (
@@ -90,7 +90,7 @@ def _stamp(nb: dict, cells: dict[str, str]) -> bool:
     changed = False
     for cell in nb["cells"]:
         role = cell.get("metadata", {}).get("course7")
-        if role in cells and "".join(cell["source"]) != cells[role]:
+        if role in cells and cell_source(cell) != cells[role]:
             cell["source"] = cells[role]
             changed = True
     return changed
@@ -200,9 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "release"
         generate(fresh)
-        shutil.rmtree(RELEASE, ignore_errors=True)
-        shutil.copytree(fresh, RELEASE)
-    print(f"Тетрадки учащихся обновлены: {RELEASE.relative_to(ROOT)}/")
+        shutil.rmtree(NOTEBOOKS, ignore_errors=True)
+        shutil.copytree(fresh, NOTEBOOKS)
+    print(f"Тетрадки учащихся обновлены: {NOTEBOOKS.relative_to(ROOT)}/")
     return 0
 
 

@@ -20,7 +20,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
 from feedback.teacher.preprocessors import ReportCleanup, ReportGrades
-from feedback.teacher.release import ROOT
+from feedback.teacher.settings import PACKAGE, gradebook_url, work_dir
 
 
 class ReportExporter(HTMLExporter):
@@ -35,7 +35,8 @@ class ReportExporter(HTMLExporter):
     """
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        # То же, что HTMLExporter.from_notebook_node до разбора страницы (nbconvert 7).
+        # То же, что HTMLExporter.from_notebook_node до разбора страницы (nbconvert 7.17,
+        # закреплён в pyproject.toml; сверку с установленным держит tests/test_teacher_reports.py).
         language = nb.metadata.get("language_info", {})
         lexer = language.get("pygments_lexer", language.get("name"))
         highlight = self.filters.get(
@@ -63,7 +64,7 @@ def template_settings() -> dict[str, object]:
     return {
         "template_name": "feedback_ru",
         "extra_template_basedirs": [
-            str(ROOT / "feedback" / "teacher" / "templates"),
+            str(PACKAGE / "teacher" / "templates"),
             str(formgrader / "templates"),
         ],
         "extra_template_paths": [
@@ -109,7 +110,7 @@ class ReportWriter:
                 "student": student,
                 "assignment": lab,
                 "notebook": lab,
-                "db_url": f"sqlite:///{self.work / 'gradebook.db'}",
+                "db_url": gradebook_url(self.work),
             },
         }
         body, _ = self.exporter.from_notebook_node(notebook, resources=resources)
@@ -133,7 +134,6 @@ def rewrite_all(work: Path) -> list[Path]:
 def main() -> int:
     """Отчёты и таблицы оценок заново: после ручной проверки в formgrader меняются и те и другие."""
     from feedback.teacher import gradebook
-    from feedback.teacher.grade import work_dir
 
     work = work_dir()
     written = rewrite_all(work)

@@ -26,17 +26,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from feedback.settings import UNITS_DIR
+from feedback.teacher.results import Job, UnitResult
 from feedback.teacher.unit import failed_result
 
 #: Сколько ещё подождать единицу сверх бюджета тетрадки (запуск ядра, сборка, вердикты).
 UNIT_GRACE_SECONDS = 120
-#: Где создаются временные папки единиц (по умолчанию — системная временная папка).
-UNITS_ENV = "COURSE7_UNITS_DIR"
-
-Result = dict[str, Any]
 
 
 #: Что процесс-шаблон импортирует заранее: единицу и всё, что импортирует
@@ -75,24 +74,26 @@ def _unit_entry(job_file: str, result_file: str, log_file: str) -> None:
     raise SystemExit(main([job_file, result_file]))
 
 
-def run_isolated(job: dict[str, Any]) -> Result:
-    """Выполняет одну единицу в своём процессе; что бы с ней ни случилось — вернёт результат."""
-    base = os.environ.get(UNITS_ENV) or None
+def run_isolated(job: Job) -> UnitResult:
+    """Выполняет одну единицу в своём процессе; что бы с ней ни случилось — вернёт результат.
+
+    Временная папка единицы — в ``COURSE7_UNITS_DIR`` этой машины (рабочего Dask — его).
+    """
+    base = UNITS_DIR.read()
     folder = Path(tempfile.mkdtemp(prefix="course7-unit-", dir=base))
-    job = {**job, "unit_dir": str(folder / "unit")}
+    job = replace(job, unit_dir=str(folder / "unit"))
     job_file, result_file, log_file = folder / "job.json", folder / "result.json", folder / "log"
-    job_file.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
-    timeout = job["limits"]["notebook_seconds"] + UNIT_GRACE_SECONDS
+    job_file.write_text(json.dumps(job.to_json(), ensure_ascii=False), encoding="utf-8")
+    timeout = job.limits.notebook_seconds + UNIT_GRACE_SECONDS
     started = time.monotonic()
     try:
         if not _finished(job_file, result_file, log_file, timeout):
             return failed_result(job, f"оценивание работы не завершилось за {int(timeout)} с")
         try:
-            result = json.loads(result_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            result = UnitResult.from_json(json.loads(result_file.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
             return failed_result(job, "сбой оценивания этой работы" + _log_tail(log_file))
-        result["wall_seconds"] = round(time.monotonic() - started, 3)
-        return result
+        return replace(result, wall_seconds=round(time.monotonic() - started, 3))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -144,9 +145,7 @@ def _log_tail(path: Path) -> str:
     return f": {' / '.join(tail)}" if tail else ""
 
 
-def run_local(
-    jobs: Iterable[dict[str, Any]], workers: int, on_result: Callable[[Result], None]
-) -> None:
+def run_local(jobs: Iterable[Job], workers: int, on_result: Callable[[UnitResult], None]) -> None:
     """Выполняет единицы здесь, до ``workers`` одновременно; результаты — по мере готовности.
 
     Каждому из ``workers`` мест достаются свои ядра процессора: ядро Jupyter работы
@@ -156,10 +155,10 @@ def run_local(
     for cpus in cpu_slots(workers):
         slots.put(cpus)
 
-    def run_on_slot(job: dict[str, Any]) -> Result:
+    def run_on_slot(job: Job) -> UnitResult:
         cpus = slots.get()
         try:
-            return run_isolated({**job, "cpus": cpus})
+            return run_isolated(replace(job, cpus=cpus))
         finally:
             slots.put(cpus)
 
@@ -180,9 +179,7 @@ def cpu_slots(workers: int) -> list[list[int]]:
     return [cpus[slot * share : (slot + 1) * share] for slot in range(workers)]
 
 
-def run_dask(
-    jobs: Iterable[dict[str, Any]], scheduler: str, on_result: Callable[[Result], None]
-) -> None:
+def run_dask(jobs: Iterable[Job], scheduler: str, on_result: Callable[[UnitResult], None]) -> None:
     """Выполняет единицы на рабочих Dask (``dask scheduler`` / ``dask worker`` на машинах)."""
     try:
         from distributed import Client, as_completed
@@ -199,7 +196,7 @@ def run_dask(
             on_result(_result_of(future, futures[future]))
 
 
-def _result_of(future: Any, job: dict[str, Any]) -> Result:
+def _result_of(future: Any, job: Job) -> UnitResult:
     try:
         return future.result()
     except Exception as error:  # сбой нашей стороны или рабочего — строка, не остановка

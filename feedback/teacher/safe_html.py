@@ -29,7 +29,8 @@ import re
 
 import nh3
 
-from feedback.teacher.sandbox import Limits
+from feedback.teacher.assemble import ADDED, cell_source
+from feedback.teacher.settings import Limits
 
 #: Теги, которыми пользуются вывод pandas, matplotlib, проверок курса и Markdown.
 TAGS = frozenset(
@@ -148,7 +149,7 @@ def clean_notebook(nb: dict) -> dict:
     budget = _Budget(MARKDOWN_NOTEBOOK_LIMIT)
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "markdown" and _written_by_learner(cell):
-            source = _joined(cell.get("source", ""))
+            source = cell_source(cell)
             if budget.fits(source):
                 cell["source"] = clean_markdown(source, cell.get("attachments"))
             else:
@@ -286,4 +287,4 @@ def _joined(value: object) -> str:
 
 def _written_by_learner(cell: dict) -> bool:
     metadata = cell.get("metadata", {})
-    return bool(metadata.get("nbgrader", {}).get("solution")) or metadata.get("course7") == "added"
+    return bool(metadata.get("nbgrader", {}).get("solution")) or metadata.get("course7") == ADDED

@@ -28,21 +28,20 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec
 
-from feedback.kernel_guard import RECORD_FD_ENV
+from feedback.settings import GIB, MIB, RECORD_FD, SANDBOX
+from feedback.settings import parse_size as parse_size  # для тех, кто импортирует её отсюда
+from feedback.teacher.settings import Limits
 
-SANDBOX_ENV = "COURSE7_SANDBOX"
+SANDBOX_ENV = SANDBOX.name
 #: Файл записи событий ядра в папке работы и сколько из него читать.
 RECORD_FILE = "kernel-record.jsonl"
 RECORD_BYTES = 1024**2
-GIB = 1024**3
-MIB = 1024**2
 
 #: Части /etc, без которых не работают Python и библиотеки; остальное не видно.
 ETC_FILES = (
@@ -65,44 +64,19 @@ class SandboxUnavailable(RuntimeError):
     """Песочницу нельзя запустить, а без неё оценивать не велено (ошибка настройки)."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Бюджеты одной работы."""
-
-    notebook_seconds: float = 300
-    cell_seconds: float = 120
-    memory_bytes: int = 2 * GIB
-    output_bytes: int = 2 * MIB  # вывод одной ячейки, который попадёт в отчёт
-    total_output_bytes: int = 8 * MIB  # весь вывод тетрадки, который попадёт в отчёт
-    flood_bytes: int = 64 * MIB  # столько вывода — уже не работа, а флуд: ядро убивается
-    disk_bytes: int = 256 * MIB
-    files: int = 20_000  # файлов и папок: пустые файлы места не занимают, но память ядра ОС — да
-    processes: int = 64
-    call_seconds: float = 10  # один вызов функции учащегося в проверке
-
-
-def parse_size(text: str) -> int:
-    """``"2G"``, ``"1536M"``, ``"2.5GiB"``, ``"800000000"`` → байты."""
-    value = text.strip().lower().removesuffix("b").removesuffix("i")
-    factor = 1
-    for suffix, size in (("k", 1024), ("m", MIB), ("g", GIB), ("t", 1024 * GIB)):
-        if value.endswith(suffix):
-            value, factor = value[: -len(suffix)], size
-            break
-    return int(float(value.replace(",", ".")) * factor)
-
-
 # --------------------------------------------------------------------------- выбор режима
 
 
-def sandbox_mode(env: dict[str, str] | None = None, platform: str = sys.platform) -> str:
+def sandbox_mode(
+    env: dict[str, str] | None = None, platform: str = sys.platform, wanted: str | None = None
+) -> str:
     """``"bwrap"`` или ``"none"``; на Linux без bubblewrap — :class:`SandboxUnavailable`.
 
     ``COURSE7_SANDBOX=none`` явно разрешает оценивать без песочницы (например, свои
-    собственные тетрадки); ``bwrap`` требует её и на других системах.
+    собственные тетрадки); ``bwrap`` требует её и на других системах. ``wanted`` — то же
+    значение из настроек оценивания (:attr:`feedback.teacher.settings.Settings.sandbox`).
     """
-    env = os.environ if env is None else env
-    wanted = env.get(SANDBOX_ENV, "auto").strip().lower() or "auto"
+    wanted = (wanted if wanted is not None else SANDBOX.read(env)).strip().lower() or "auto"
     if wanted in ("none", "off", "0", "no"):
         return "none"
     if wanted == "auto" and not platform.startswith("linux"):
@@ -357,7 +331,7 @@ def kernel_manager(
     record_fd = os.open(
         unit_dir / RECORD_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o600
     )
-    env = kernel_env(home, {**extra_env, RECORD_FD_ENV: str(record_fd)})
+    env = kernel_env(home, {**extra_env, RECORD_FD.name: str(record_fd)})
     prefix = prlimit_command(limits) + pin_command(cpus)
     if mode == "bwrap":
         prefix += bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits, writable)

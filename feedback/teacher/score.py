@@ -16,6 +16,7 @@ import nbformat
 from feedback.graded import GradedCheck
 from feedback.probe import OBSERVATION_MIME
 from feedback.result import CheckResult, failed
+from feedback.teacher.results import TaskOutcome
 from feedback.values import lookalikes
 
 
@@ -31,6 +32,16 @@ class TaskScore:
     @property
     def score(self) -> float:
         return self.points if self.passed else 0.0
+
+    def outcome(self) -> TaskOutcome:
+        """Итог задания для результата единицы: баллы, текст вердикта и код ошибки."""
+        return TaskOutcome(
+            score=self.score,
+            points=self.points,
+            passed=self.passed,
+            verdict=str(self.verdict),
+            mistake=self.verdict.mistake,  # код типичной ошибки (feedback.answers.mistakes)
+        )
 
 
 def observations(cell: nbformat.NotebookNode, grade_id: str | None = None) -> list[Any]:

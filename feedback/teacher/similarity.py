@@ -43,6 +43,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from feedback.teacher.assemble import cell_source
+
 #: Длина k-граммы и окна winnowing: для кода — в токенах, для текста — в словах.
 CODE_K, CODE_W = 5, 4
 TEXT_K, TEXT_W = 4, 3
@@ -322,11 +324,6 @@ def similarity(a: str, b: str, kind: str, template: str = "") -> float:
 # --------------------------------------------------------------------------- тетрадки
 
 
-def _source(cell: Mapping) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
-
-
 def answer_cells(notebook: Mapping) -> dict[str, tuple[str, str]]:
     """Ячейки-ответы тетрадки: grade_id → (вид ``"code"``/``"text"``, текст)."""
     found = {}
@@ -339,7 +336,7 @@ def answer_cells(notebook: Mapping) -> dict[str, tuple[str, str]]:
         if not isinstance(grade_id, str):
             continue
         kind = "code" if cell.get("cell_type") == "code" else "text"
-        found[grade_id] = (kind, _source(cell))
+        found[grade_id] = (kind, cell_source(cell))
     return found
 
 

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 from feedback.answers.mistakes import describe
 from feedback.formatting import plural
-from feedback.teacher.analytics import NO_CODE, SLOW_FACTOR, SLOW_SECONDS, ClassData, TaskStats
+from feedback.teacher.class_data import NO_CODE, SLOW_FACTOR, SLOW_SECONDS, ClassData, TaskStats
 
 TITLE = "Сводка оценивания курса 7"
 #: Политика страницы: только встроенные стили и картинки data:, никаких скриптов и сети.
@@ -209,25 +209,29 @@ def _lab_section(data: ClassData, lab: str) -> str:
     return "".join(parts)
 
 
-def _lists(data: ClassData, work: Path) -> str:
-    parts = []
-    problems = [
-        [
-            report_link(work, row.get("student_id", ""), row.get("lab", "")),
-            _e(row.get("lab")),
-            _e(row.get("file")),
-            _e(row.get("problem")),
-        ]
-        for row in data.problems
-    ]
-    parts.append(
-        '<section id="problems"><h2>Проблемные работы</h2>'
-        + _table(["Учащийся", "Лабораторная", "Файл", "Проблема"], problems, "Проблем нет.")
+def _section(
+    anchor: str, title: str, header: list[str], rows: list[list[str]], empty: str, intro: str = ""
+) -> str:
+    """Раздел страницы: заголовок, пояснение ``intro`` (готовый HTML) и таблица."""
+    return (
+        f'<section id="{anchor}"><h2>{_e(title)}</h2>'
+        + (f'<p class="muted">{intro}</p>' if intro else "")
+        + _table(header, rows, empty)
         + "</section>"
     )
+
+
+def _lists(data: ClassData, work: Path) -> str:
+    def link(row: dict, student_key: str = "student_id") -> str:
+        return report_link(work, row.get(student_key, ""), row.get("lab", ""))
+
+    problems = [
+        [link(row), _e(row.get("lab")), _e(row.get("file")), _e(row.get("problem"))]
+        for row in data.problems
+    ]
     review = [
         [
-            report_link(work, row.get("student_id", ""), row.get("lab", "")),
+            link(row),
             _e(row.get("lab")),
             _e(row.get("cell")),
             _e(row.get("line")),
@@ -236,73 +240,74 @@ def _lists(data: ClassData, work: Path) -> str:
         ]
         for row in data.review
     ]
-    parts.append(
-        '<section id="review"><h2>Посмотреть вручную</h2>'
-        + _table(
-            ["Учащийся", "Лабораторная", "Ячейка", "Строка", "Код", "Причина"],
-            review,
-            "Подозрительного кода не найдено.",
-        )
-        + "</section>"
-    )
     similar = [
         [
             _e(row.get("lab")),
             _e(row.get("task")),
-            report_link(work, row.get("student_a", ""), row.get("lab", "")),
-            report_link(work, row.get("student_b", ""), row.get("lab", "")),
+            link(row, "student_a"),
+            link(row, "student_b"),
             _e(row.get("similarity")),
             f"<code>{_e(row.get('fragment'))}</code>",
         ]
         for row in data.similar
     ]
-    parts.append(
-        '<section id="similar"><h2>Похожие ответы</h2>'
-        '<p class="muted">Пары почти одинаковых ответов на одно задание (сходство отпечатков '
-        "winnowing после замены имён и без текста шаблона). Это повод посмотреть, а не "
-        "доказательство списывания.</p>"
-        + _table(
-            ["Лабораторная", "Задание", "Учащийся A", "Учащийся B", "Сходство", "Общий фрагмент"],
-            similar,
-            "Похожих ответов не найдено.",
-        )
-        + "</section>"
-    )
     pending = [
-        [
-            report_link(work, item["student_id"], item["lab"]),
-            _e(item["lab"]),
-            _e(", ".join(item["tasks"])),
-            _e(f"{item['points']:g}"),
-        ]
+        [link(item), _e(item["lab"]), _e(", ".join(item["tasks"])), _e(f"{item['points']:g}")]
         for item in data.pending
     ]
-    parts.append(
-        '<section id="pending"><h2>Ждут ручной проверки</h2>'
-        + _table(
-            ["Учащийся", "Лабораторная", "Задания", "Баллов"],
-            pending,
-            "Все работы проверены.",
-        )
-        + "</section>"
-    )
-    slowest = [
+    slowest = [[link(row), _e(row.get("lab")), _e(row.get("seconds"))] for row in data.slowest]
+    return "".join(
         [
-            report_link(work, row.get("student_id", ""), row.get("lab", "")),
-            _e(row.get("lab")),
-            _e(row.get("seconds")),
+            _section(
+                "problems",
+                "Проблемные работы",
+                ["Учащийся", "Лабораторная", "Файл", "Проблема"],
+                problems,
+                "Проблем нет.",
+            ),
+            _section(
+                "review",
+                "Посмотреть вручную",
+                ["Учащийся", "Лабораторная", "Ячейка", "Строка", "Код", "Причина"],
+                review,
+                "Подозрительного кода не найдено.",
+            ),
+            _section(
+                "similar",
+                "Похожие ответы",
+                [
+                    "Лабораторная",
+                    "Задание",
+                    "Учащийся A",
+                    "Учащийся B",
+                    "Сходство",
+                    "Общий фрагмент",
+                ],
+                similar,
+                "Похожих ответов не найдено.",
+                "Пары почти одинаковых ответов на одно задание (сходство отпечатков winnowing "
+                "после замены имён и без текста шаблона). Это повод посмотреть, а не "
+                "доказательство списывания.",
+            ),
+            _section(
+                "pending",
+                "Ждут ручной проверки",
+                ["Учащийся", "Лабораторная", "Задания", "Баллов"],
+                pending,
+                "Все работы проверены.",
+            ),
+            _section(
+                "slowest",
+                "Самые долгие работы",
+                ["Учащийся", "Лабораторная", "Секунд"],
+                slowest,
+                "Долгих работ нет.",
+                f"Не меньше {SLOW_SECONDS:g} с и в "
+                f"{plural(SLOW_FACTOR, 'раз', 'раза', 'раз')} дольше медианы своей "
+                "лабораторной (все секунды — в timings.csv).",
+            ),
         ]
-        for row in data.slowest
-    ]
-    parts.append(
-        '<section id="slowest"><h2>Самые долгие работы</h2>'
-        f'<p class="muted">Не меньше {SLOW_SECONDS:g} с и в '
-        f"{plural(SLOW_FACTOR, 'раз', 'раза', 'раз')} дольше медианы "
-        "своей лабораторной (все секунды — в timings.csv).</p>"
-        + _table(["Учащийся", "Лабораторная", "Секунд"], slowest, "Долгих работ нет.")
-        + "</section>"
     )
-    return "".join(parts)
 
 
 def render(data: ClassData, work: Path) -> str:

@@ -1,16 +1,26 @@
 """Одна работа — одна единица оценивания: собрать, выполнить в песочнице, оценить.
 
-Единица получает всё нужное в задании (JSON): выпуск лабораторной, критерии письменных
-ответов (из solutions/, :func:`rubrics`), разобранную работу, зерно для случаев
-оценивания, бюджеты — и возвращает результат (JSON):
-проверенную тетрадку, баллы и вердикты по ячейкам-тестам, проблемы и находки для
-ручной проверки. Базу оценок, чужие работы и solutions/ она не видит: всё это
-остаётся у родительского процесса (:mod:`feedback.teacher.grade`), который и сливает
-результаты. Поэтому единицу можно выполнить в отдельном процессе
-(``python -m feedback.teacher.unit задание.json результат.json``) или на другой машине.
+Единица получает всё нужное в задании (:class:`~feedback.teacher.results.Job`): выпуск
+лабораторной, критерии письменных ответов (из solutions/, :func:`rubrics`), разобранную
+работу, зерно для случаев оценивания, бюджеты — и возвращает результат
+(:class:`~feedback.teacher.results.UnitResult`): проверенную тетрадку, баллы и вердикты по
+ячейкам-тестам, проблемы и находки для ручной проверки, замеры. Базу оценок, чужие работы
+и solutions/ она не видит: всё это остаётся у родительского процесса
+(:mod:`feedback.teacher.grade`), который и сливает результаты. Поэтому единицу можно
+выполнить в отдельном процессе (``python -m feedback.teacher.unit задание.json
+результат.json``, оба — JSON) или на другой машине.
+
+Четыре шага :func:`run_unit`: :func:`plan` (сборка, разбор кода, случаи, зонды),
+:func:`execute_plan` (песочница), :func:`judge` (вердикты вне песочницы) и
+:func:`annotate` (заметки, очистка HTML, критерии).
 """
 
 from __future__ import annotations
+
+# Первым, до nbformat: процесс оценивания без rfc3987_syntax (см. модуль).
+from feedback.teacher import lean  # noqa: F401
+
+# isort: split
 
 import copy
 import json
@@ -18,29 +28,35 @@ import random
 import secrets
 import shutil
 import sys
-import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
 from feedback.answers.mistakes import NOT_ASSESSED
-from feedback.calling import CALL_LIMIT_ENV
 from feedback.kernel_guard import PROBE, STARTED
-from feedback.teacher.assemble import SKIP_TAG, assemble, parse_check_call, probe_source
+from feedback.settings import CACHE_DIR, CALL_TIMEOUT, TINY
+from feedback.teacher.assemble import (
+    FIXED,
+    GRADING_NOTE,
+    REVIEW_NOTE,
+    RUBRIC_NOTE,
+    SKIP_TAG,
+    TEST,
+    Assembled,
+    CheckCall,
+    assemble,
+    parse_check_call,
+    probe_source,
+)
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, cache_root, tiny_model_cache
-from feedback.teacher.execute import execute
+from feedback.teacher.execute import Execution, execute
 from feedback.teacher.learner_outputs import marker, submitted
-from feedback.teacher.review import course_modules, scan
+from feedback.teacher.results import Job, TaskOutcome, UnitResult
+from feedback.teacher.review import Finding, course_modules, scan
 from feedback.teacher.safe_html import SafeMarkdown, clean_notebook, code_span, markdown_text
-from feedback.teacher.sandbox import Limits
 from feedback.teacher.score import judge_cell, task_score, verdict_output
-
-#: Роль служебных ячеек, которые оценивание добавляет в начало проверенной тетрадки.
-GRADING_NOTE = "grading-note"  # видят и учащийся, и преподаватель
-REVIEW_NOTE = "review-note"  # только для преподавателя
-#: Роль ячейки с критериями оценки рядом с письменным ответом: только для преподавателя.
-RUBRIC_NOTE = "rubric"
 
 
 def _note(role: str, title: str, lines: list[str]) -> nbformat.NotebookNode:
@@ -71,27 +87,27 @@ def _shown_outputs(executed: list[Any], submitted_raw: Any, skipped: bool, gpu: 
     return [*executed, *(submitted(submitted_raw, SUBMITTED) if gpu else [])]
 
 
-def kernel_caches(job: dict[str, Any], unit_dir: Path) -> tuple[dict, list[str], list[str]]:
+def kernel_caches(job: Job, unit_dir: Path) -> tuple[dict, list[str], list[str]]:
     """Окружение ядра и кэши: крошечная Gemma (только чтение) и кэш компиляции JAX.
 
     Кэш компиляции каждая работа получает своей копией: прогретый эталонным решением, он
     избавляет от компиляции XLA, а то, что допишет работа, с ней и исчезнет. Прогрев
     (``jax_cache_write``) пишет в общий кэш — так делает только эталонное решение.
     """
-    env: dict[str, str] = {"COURSE7_TINY": "1"}
+    env: dict[str, str] = {TINY.name: "1"}
     readonly: list[str] = []
     writable: list[str] = []
-    if not job.get("gpu"):
+    if not job.gpu:
         return env, readonly, writable
-    cache = str(tiny_model_cache(cache_root(job.get("cache_dir"))))
-    env["COURSE7_CACHE_DIR"] = cache
+    cache = str(tiny_model_cache(cache_root(job.cache_dir)))
+    env[CACHE_DIR.name] = cache
     readonly.append(cache)
-    jax_cache = job.get("jax_cache_write")
+    jax_cache = job.jax_cache_write
     if jax_cache:
         writable.append(jax_cache)
-    elif job.get("jax_cache_dir") and Path(job["jax_cache_dir"]).is_dir():
+    elif job.jax_cache_dir and Path(job.jax_cache_dir).is_dir():
         jax_cache = str(unit_dir / "home" / ".jax-cache")
-        shutil.copytree(job["jax_cache_dir"], jax_cache, dirs_exist_ok=True)
+        shutil.copytree(job.jax_cache_dir, jax_cache, dirs_exist_ok=True)
     if jax_cache:
         env.update(JAX_COMPILATION_CACHE_ENV, JAX_COMPILATION_CACHE_DIR=jax_cache)
     return env, readonly, writable
@@ -108,7 +124,7 @@ def recorded_findings(
     record: list[dict[str, Any]],
     runnable: nbformat.NotebookNode,
     learner_cells: list[tuple[int, str]],
-) -> list[dict[str, Any]]:
+) -> list[Finding]:
     """Находки из записи ядра (:mod:`feedback.kernel_guard`) в ячейках учащегося.
 
     Запись называет файл ячейки; события ячеек выпуска (установка, импорт пакета курса)
@@ -118,7 +134,7 @@ def recorded_findings(
         cell_file_name(runnable.cells[index].source): (index, label)
         for index, label in learner_cells
     }
-    found: dict[tuple[str, int, str], dict[str, Any]] = {}
+    found: dict[tuple[str, int, str], Finding] = {}
     for entry in record:
         where = labels.get(str(entry.get("file", "")))
         reason = entry.get("reason")
@@ -129,10 +145,7 @@ def recorded_findings(
         lines = runnable.cells[index].source.splitlines()
         code = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
         key = (label, line, reason)
-        found.setdefault(
-            key,
-            {"cell": label, "line": line, "code": code, "reason": f"при выполнении {reason[:300]}"},
-        )
+        found.setdefault(key, Finding(label, line, code, f"при выполнении {reason[:300]}"))
     return list(found.values())
 
 
@@ -147,72 +160,107 @@ def probe_marks(record: list[dict[str, Any]], token: str) -> set[str] | None:
     }
 
 
-def run_unit(job: dict[str, Any]) -> dict[str, Any]:
-    """Выполняет задание единицы и возвращает её результат (см. модуль)."""
-    started = time.monotonic()
-    release = nbformat.reads(json.dumps(job["release"]), as_version=4)
-    assembled = assemble(release, job["upload"])
+@dataclass
+class Plan:
+    """Что выполнить и как потом судить: собранная работа, зонды вместо тестов, случаи.
+
+    ``runnable`` — то, что выполнит ядро: ячейки-тесты заменены зондами
+    (:func:`~feedback.teacher.assemble.probe_source`), ячейки с тегом ``grading-skip`` пусты.
+    ``calls`` — по номерам ячеек-тестов: grade_id, вызов проверки и вытянутые параметры.
+    """
+
+    assembled: Assembled
+    runnable: nbformat.NotebookNode
+    token: str  # метка наблюдений этой работы (см. feedback.probe)
+    calls: dict[int, tuple[str, CheckCall, dict[str, Any]]]
+    cases: dict[str, Any]  # вытянутые случаи, которые отличаются от случаев выпуска
+    skipped: set[int]
+    findings: list[Finding]  # что нашёл разбор кода учащегося до выполнения
+
+    @property
+    def graded(self) -> nbformat.NotebookNode:
+        """Тетрадка, которую увидит преподаватель (тесты — как в выпуске)."""
+        return self.assembled.notebook
+
+
+def plan(job: Job) -> Plan:
+    """Сборка работы, разбор кода учащегося, случаи оценивания и зонды вместо тестов."""
+    release = nbformat.reads(json.dumps(job.release), as_version=4)
+    assembled = assemble(release, job.upload)
     graded = assembled.notebook
     roles = assembled.roles
 
     setup = [
         cell.source
         for cell, role in zip(graded.cells, roles, strict=True)
-        if role == "fixed" and cell.cell_type == "code"
+        if role == FIXED and cell.cell_type == "code"
     ]
     findings = scan(
         [(label, graded.cells[index].source) for index, label in assembled.learner_cells],
         course_modules(setup),
-        set(job.get("allowed", [])),
+        set(job.allowed),
         setup=setup,
     )
 
     runnable = copy.deepcopy(graded)
-    token = secrets.token_hex(8)  # метка наблюдений этой работы (см. feedback.probe)
-    calls: dict[int, tuple[str, Any, dict[str, Any]]] = {}
+    token = secrets.token_hex(8)
+    calls: dict[int, tuple[str, CheckCall, dict[str, Any]]] = {}
     cases: dict[str, Any] = {}
     skipped = set()
     for index, (cell, role) in enumerate(zip(graded.cells, roles, strict=True)):
-        if role == "fixed" and SKIP_TAG in cell.metadata.get("tags", []):
+        if role == FIXED and SKIP_TAG in cell.metadata.get("tags", []):
             skipped.add(index)
             runnable.cells[index].source = ""  # пустую ячейку nbclient не выполняет
-        if role != "test":
+        if role != TEST:
             continue
         grade_id = cell.metadata["nbgrader"]["grade_id"]
         call = parse_check_call(cell.source)
-        rng = random.Random(f"{job['seed']}:{grade_id}")
+        rng = random.Random(f"{job.seed}:{grade_id}")
         params = call.check.grading_params(rng, call.params)
         calls[index] = (grade_id, call, params)
         if params != call.params:
             cases[grade_id] = params
         runnable.cells[index].source = probe_source(grade_id, call, params, token)
+    return Plan(assembled, runnable, token, calls, cases, skipped, list(findings))
 
-    limits = Limits(**job.get("limits", {}))
-    unit_dir = Path(job["unit_dir"])
+
+def execute_plan(work: Plan, job: Job) -> Execution:
+    """Выполняет подготовленную тетрадку в песочнице с бюджетами и кэшами задания."""
+    unit_dir = Path(job.unit_dir or ".")
     env, readonly, writable = kernel_caches(job, unit_dir)
-    env[CALL_LIMIT_ENV] = str(limits.call_seconds)
-    execution = execute(
-        runnable, unit_dir, job["sandbox"], limits, env, readonly, writable, job.get("cpus")
+    env[CALL_TIMEOUT.name] = str(job.limits.call_seconds)  # бюджет вызова — под тем же именем
+    return execute(
+        work.runnable, unit_dir, job.sandbox, job.limits, env, readonly, writable, job.cpus
     )
 
-    tests: dict[str, dict[str, Any]] = {}
-    review = [finding.__dict__ for finding in findings]
-    review += recorded_findings(execution.record, runnable, assembled.learner_cells)
-    probes = probe_marks(execution.record, token)
+
+def judge(
+    work: Plan, execution: Execution, gpu: bool
+) -> tuple[dict[str, TaskOutcome], list[Finding]]:
+    """Вердикты по наблюдениям (вне песочницы) и выводы в проверенной тетрадке.
+
+    Возвращает итоги заданий и всё, что стоит посмотреть вручную: находки разбора кода,
+    записи ядра и подозрения на подлог наблюдений.
+    """
+    graded = work.graded
+    tests: dict[str, TaskOutcome] = {}
+    review = list(work.findings)
+    review += recorded_findings(execution.record, work.runnable, work.assembled.learner_cells)
+    probes = probe_marks(execution.record, work.token)
     for index, cell in enumerate(graded.cells):
         if cell.cell_type != "code":
             continue
         executed = execution.notebook.cells[index]
-        if index not in calls:
+        if index not in work.calls:
             cell.outputs = _shown_outputs(
                 executed.get("outputs", []),
-                assembled.submitted_outputs.get(index),
-                skipped=index in skipped,
-                gpu=bool(job.get("gpu")),
+                work.assembled.submitted_outputs.get(index),
+                skipped=index in work.skipped,
+                gpu=gpu,
             )
             cell.execution_count = executed.get("execution_count")
             continue
-        grade_id, call, params = calls[index]
+        grade_id, call, params = work.calls[index]
         result, suspicion = judge_cell(
             executed,
             grade_id,
@@ -221,23 +269,27 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
             params,
             execution.status[index],
             execution.stopped,
-            token,
+            work.token,
             None if probes is None else grade_id in probes,
         )
         cell.outputs = [verdict_output(result)]
         cell.execution_count = executed.get("execution_count")
-        score = task_score(grade_id, cell, result)
-        tests[grade_id] = {
-            "score": score.score,
-            "points": score.points,
-            "passed": score.passed,
-            "verdict": str(result),
-            "mistake": result.mistake,  # код типичной ошибки (feedback.answers.mistakes)
-        }
+        tests[grade_id] = task_score(grade_id, cell, result).outcome()
         if suspicion:
-            review.append({"cell": grade_id, "line": 0, "code": "", "reason": suspicion})
+            review.append(Finding(grade_id, 0, "", suspicion))
+    return tests, review
 
-    problems = [*job.get("notes", []), *assembled.notes]
+
+def annotate(
+    work: Plan,
+    job: Job,
+    execution: Execution,
+    tests: dict[str, TaskOutcome],
+    review: list[Finding],
+) -> UnitResult:
+    """Заметки оценивания и ручной проверки, очистка HTML, критерии под ответами — результат."""
+    graded = work.graded
+    problems = [*job.notes, *work.assembled.notes]
     if execution.stopped:
         problems.append(f"Выполнение остановлено: {execution.stopped}.")
     notes = []
@@ -246,29 +298,36 @@ def run_unit(job: dict[str, Any]) -> dict[str, Any]:
     if review:
         lines = [
             SafeMarkdown(
-                f"{markdown_text(item['cell'])}, строка {markdown_text(item['line'])}: "
-                f"{markdown_text(item['reason'])}"
-                + (f" — {code_span(item['code'])}" if item["code"] else "")
+                f"{markdown_text(item.cell)}, строка {markdown_text(item.line)}: "
+                f"{markdown_text(item.reason)}"
+                + (f" — {code_span(item.code)}" if item.code else "")
             )
             for item in review
         ]
         notes.append(_note(REVIEW_NOTE, "Посмотрите вручную (код обращается к проверке)", lines))
     clean_notebook(graded)  # здесь, а не в основном процессе: время — из бюджета работы
     # Критерии — после очистки: это текст курса из solutions/, а не из работы.
-    graded.cells = [*notes, *with_rubrics(graded.cells, job.get("rubrics", {}))]
-    return {
-        "student": job["student"],
-        "lab": job["lab"],
-        "file": job.get("file", ""),
-        "autograded": graded,
-        "tests": tests,
-        "problems": problems,
-        "review": review,
-        "cases": cases,
-        "seconds": round(time.monotonic() - started, 3),
-        "execution_seconds": round(execution.seconds, 3),
-        "peak_memory": execution.peak_memory,
-    }
+    graded.cells = [*notes, *with_rubrics(graded.cells, job.rubrics)]
+    return UnitResult(
+        student=job.student,
+        lab=job.lab,
+        file=job.file,
+        autograded=graded,
+        tests=tests,
+        problems=problems,
+        review=review,
+        cases=work.cases,
+        execution_seconds=round(execution.seconds, 3),
+        peak_memory=execution.peak_memory,
+    )
+
+
+def run_unit(job: Job) -> UnitResult:
+    """Выполняет задание единицы и возвращает её результат (см. модуль)."""
+    work = plan(job)
+    execution = execute_plan(work, job)
+    tests, review = judge(work, execution, job.gpu)
+    return annotate(work, job, execution, tests, review)
 
 
 #: Абзац критериев, который авторы пишут к вопросам о собственном запуске учащегося на T4.
@@ -343,14 +402,14 @@ def with_rubrics(cells: list[Any], found: dict[str, dict[str, Any]]) -> list[Any
     return result
 
 
-def failed_result(job: dict[str, Any], problem: str) -> dict[str, Any]:
+def failed_result(job: Job, problem: str) -> UnitResult:
     """Результат работы, которую не удалось оценить: выпуск с заметкой и нули."""
-    return unassessed(job["student"], job["lab"], job.get("file", ""), job["release"], problem)
+    return unassessed(job.student, job.lab, job.file, job.release, problem)
 
 
 def unassessed(
     student: str, lab: str, file: str, release: dict[str, Any], problem: str
-) -> dict[str, Any]:
+) -> UnitResult:
     """Неоценённая работа: выпуск с заметкой «Работа не оценена», нули за все проверки."""
     notebook = nbformat.reads(json.dumps(release), as_version=4)
     note = nbformat.v4.new_markdown_cell(
@@ -362,21 +421,17 @@ def unassessed(
     for cell in notebook.cells:
         grading = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and grading.get("grade") and not grading.get("solution"):
-            tests[grading["grade_id"]] = {
-                "score": 0.0,
-                "points": grading.get("points", 0),
-                "mistake": NOT_ASSESSED,
-            }
-    return {
-        "student": student,
-        "lab": lab,
-        "file": file,
-        "autograded": json.loads(nbformat.writes(notebook)),
-        "tests": tests,
-        "problems": [f"Работа не оценена: {problem}."],
-        "review": [],
-        "cases": {},
-    }
+            tests[grading["grade_id"]] = TaskOutcome(
+                score=0.0, points=grading.get("points", 0), mistake=NOT_ASSESSED
+            )
+    return UnitResult(
+        student=student,
+        lab=lab,
+        file=file,
+        autograded=nbformat.from_dict(json.loads(nbformat.writes(notebook))),
+        tests=tests,
+        problems=[f"Работа не оценена: {problem}."],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -384,9 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("использование: python -m feedback.teacher.unit задание.json результат.json")
         return 2
-    job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+    job = Job.from_json(json.loads(Path(args[0]).read_text(encoding="utf-8")))
     result = run_unit(job)
-    Path(args[1]).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
+    Path(args[1]).write_text(json.dumps(result.to_json(), ensure_ascii=False), encoding="utf-8")
     return 0
 
 

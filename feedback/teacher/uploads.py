@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from feedback.formatting import plural
-from feedback.teacher.assemble import normalize
+from feedback.teacher.assemble import cell_source, normalize
 
 #: Больше этого тетрадка учащегося не бывает (с картинками — несколько мегабайт).
 MAX_NOTEBOOK_BYTES = 32 * 1024**2
@@ -445,10 +445,8 @@ def grade_ids(nb: Mapping[str, Any]) -> set[str]:
 def _texts(nb: Mapping[str, Any]) -> set[str]:
     texts = set()
     for cell in _cells(nb):
-        source = cell.get("source")
-        if isinstance(source, list):
-            source = "".join(part for part in source if isinstance(part, str))
-        if isinstance(source, str) and len(source.strip()) > 20:
+        source = cell_source(cell)
+        if len(source.strip()) > 20:
             texts.add(normalize(source))
     return texts
 

@@ -1,0 +1,213 @@
+"""Настройки оценивания в одном месте: пути курса, рабочая папка, база оценок и бюджеты.
+
+:class:`Settings` собирается один раз (:meth:`Settings.from_env`) из переменных окружения
+реестра :mod:`feedback.settings` и передаётся дальше аргументом: ``grade(settings=…)``,
+nbgrader_config.py, отчёты, выгрузка. Тесты и ``make bench`` задают свои настройки
+объектом, а не подменой констант модулей.
+
+Здесь же — бюджеты одной работы (:class:`Limits`): для лабораторных на процессоре
+(:data:`CPU_LIMITS`) и для GPU-лабораторных в крошечном режиме (:data:`GPU_LIMITS`), — и то,
+как узнать GPU-лабораторную (:func:`is_gpu_lab`). Модуль лёгкий: только стандартная
+библиотека и реестр переменных.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from feedback.settings import (
+    CALL_TIMEOUT,
+    CELL_TIMEOUT,
+    GIB,
+    GRADING_DIR,
+    JOBS,
+    MEMORY_LIMIT,
+    MIB,
+    NOTEBOOK_TIMEOUT,
+    SANDBOX,
+    SCHEDULER,
+)
+
+#: Корень репозитория курса (это же — курс nbgrader) и пакет проверок.
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "feedback"
+#: Исходные тетрадки с решениями и выпуск для учащихся.
+SOLUTIONS = ROOT / "solutions"
+NOTEBOOKS = ROOT / "notebooks"
+#: Рабочая папка оценивания по умолчанию (в .gitignore).
+DEFAULT_WORK = ROOT / ".course-work"
+COURSE_ID = "course7"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Бюджеты одной работы; у времени и памяти значений по умолчанию нет — они у лабораторной.
+
+    Единицы: секунды и байты.
+    """
+
+    notebook_seconds: float
+    cell_seconds: float
+    memory_bytes: int
+    output_bytes: int = 2 * MIB  # вывод одной ячейки, который попадёт в отчёт
+    total_output_bytes: int = 8 * MIB  # весь вывод тетрадки, который попадёт в отчёт
+    flood_bytes: int = 64 * MIB  # столько вывода — уже не работа, а флуд: ядро убивается
+    disk_bytes: int = 256 * MIB
+    files: int = 20_000  # файлов и папок: пустые файлы места не занимают, но память ядра ОС — да
+    processes: int = 64
+    call_seconds: float = float(CALL_TIMEOUT.default)  # один вызов функции учащегося в проверке
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Limits:
+        return cls(**data)
+
+
+#: Бюджеты по умолчанию: лабораторные на процессоре и GPU-лабораторные (крошечный режим).
+CPU_LIMITS = Limits(notebook_seconds=180, cell_seconds=60, memory_bytes=int(1.5 * GIB))
+GPU_LIMITS = Limits(notebook_seconds=900, cell_seconds=600, memory_bytes=3 * GIB)
+
+
+def is_gpu_lab(release: Mapping[str, Any]) -> bool:
+    """GPU-лабораторная (7.1, 7.3, 7.5, 7.6): выпуск помечен ``metadata.course7.extra = "gpu"``.
+
+    Годится и тетрадка nbformat, и её JSON.
+    """
+    metadata = release.get("metadata") or {}
+    return (metadata.get("course7") or {}).get("extra") == "gpu"
+
+
+def budget_changes(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Бюджеты, которые преподаватель задал переменными COURSE7_*_TIMEOUT и COURSE7_MEMORY_LIMIT."""
+    changes: dict[str, Any] = {}
+    for variable, name in (
+        (NOTEBOOK_TIMEOUT, "notebook_seconds"),
+        (CELL_TIMEOUT, "cell_seconds"),
+        (MEMORY_LIMIT, "memory_bytes"),
+    ):
+        value = variable.read(env)
+        if value is not None:
+            changes[name] = value
+    if CALL_TIMEOUT.raw(env) is not None:
+        changes["call_seconds"] = CALL_TIMEOUT.read(env)
+    return changes
+
+
+def gradebook_url(work: Path) -> str:
+    """Адрес базы оценок nbgrader в рабочей папке (SQLite)."""
+    return f"sqlite:///{work / 'gradebook.db'}"
+
+
+def work_dir(env: Mapping[str, str] | None = None, root: Path = ROOT) -> Path:
+    """Рабочая папка оценивания: ``COURSE7_GRADING_DIR`` или .course-work/ в корне репозитория."""
+    chosen = GRADING_DIR.read(env)
+    return Path(chosen if chosen is not None else root / DEFAULT_WORK.name).resolve()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Всё, что оценивание берёт не из работ: пути, режим песочницы, бюджеты, параллельность."""
+
+    work: Path = field(default_factory=lambda: DEFAULT_WORK.resolve())
+    root: Path = ROOT
+    cpu_limits: Limits = CPU_LIMITS
+    gpu_limits: Limits = GPU_LIMITS
+    sandbox: str = str(SANDBOX.default)  # auto, bwrap или none (COURSE7_SANDBOX)
+    jobs: int | None = None  # None — по числу ядер процессора
+    scheduler: str | None = None  # адрес планировщика Dask
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, root: Path = ROOT) -> Settings:
+        """Настройки из переменных окружения (реестр :mod:`feedback.settings`).
+
+        Неразборчивое значение — :class:`feedback.settings.SettingError` с именем переменной.
+        """
+        env = os.environ if env is None else env
+        changes = budget_changes(env)
+        return cls(
+            work=work_dir(env, root),
+            root=root,
+            cpu_limits=replace(CPU_LIMITS, **changes),
+            gpu_limits=replace(GPU_LIMITS, **changes),
+            sandbox=SANDBOX.read(env),
+            jobs=JOBS.read(env) or None,
+            scheduler=SCHEDULER.read(env),
+        )
+
+    def limits_for(self, release: Mapping[str, Any]) -> Limits:
+        """Бюджеты лабораторной по её выпуску."""
+        return self.gpu_limits if is_gpu_lab(release) else self.cpu_limits
+
+    # ----------------------------------------------------------------------- пути курса
+
+    @property
+    def solutions(self) -> Path:
+        return self.root / "solutions"
+
+    @property
+    def notebooks(self) -> Path:
+        return self.root / "notebooks"
+
+    def rubric_source(self, lab: str) -> Path:
+        """Исходник лабораторной с критериями письменных ответов (solutions/)."""
+        return self.solutions / lab / f"{lab}.ipynb"
+
+    # ----------------------------------------------------------------------- рабочая папка
+
+    @property
+    def gradebook(self) -> Path:
+        return self.work / "gradebook.db"
+
+    @property
+    def gradebook_url(self) -> str:
+        return gradebook_url(self.work)
+
+    @property
+    def submitted(self) -> Path:
+        return self.work / "submitted"
+
+    @property
+    def autograded(self) -> Path:
+        return self.work / "autograded"
+
+    @property
+    def feedback_reports(self) -> Path:
+        return self.work / "feedback_reports"
+
+    @property
+    def solution_release(self) -> Path:
+        return self.work / "solution_release"
+
+    @property
+    def release(self) -> Path:
+        """Выпуски лабораторных, с которыми сверяются работы (их же nbgrader заносит в базу)."""
+        return self.work / "release"
+
+    @property
+    def exchange(self) -> Path:
+        return self.work / "exchange"
+
+    @property
+    def cache(self) -> Path:
+        """Кэши единиц на этой машине: крошечная Gemma и кэш компиляции JAX (прогрев)."""
+        return self.work / "cache"
+
+    def course_directory(self) -> dict[str, Any]:
+        """Настройки ``CourseDirectory`` nbgrader: курс — репозиторий, рабочие папки — в work."""
+        return {
+            "course_id": COURSE_ID,
+            "root": str(self.root),
+            "source_directory": "solutions",
+            "release_directory": "notebooks",
+            "submitted_directory": str(self.submitted),
+            "autograded_directory": str(self.autograded),
+            "feedback_directory": str(self.feedback_reports),
+            "solution_directory": str(self.solution_release),
+            "db_url": self.gradebook_url,
+        }
