@@ -81,7 +81,7 @@ unit: $(STAMP) browser sandbox
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.
 # GPU-лабораторные идут в крошечном режиме (COURSE7_TINY=1): без видеокарты и без интернета.
 nbval: $(STAMP)
-	$(TEST_CACHES) $(BIN)/python -c "from feedback.tiny_gemma import tiny_preset_path as p; p()"
+	$(TEST_CACHES) $(BIN)/python -c "from feedback.gpu.tiny_gemma import tiny_preset_path as p; p()"
 	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg $(TEST_CACHES) $(BIN)/python -m pytest \
 		-p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --nbval-lax --nbval-current-env \
 		--junitxml=.course-work/nbval-times.xml solutions/
@@ -123,7 +123,7 @@ check-notebooks: $(STAMP)
 # Путь лабораторной 7.5 (bfloat16 + LoRA + накопление) на настоящей архитектуре Gemma 3 на CUDA.
 # Нужен jax с CUDA: pip install -U "jax[cuda12]". Без GPU честно сообщает, что не запускался.
 gpu-check: $(STAMP)
-	$(BIN)/python -m feedback.gpu_check $(GPU_CHECK_ARGS)
+	$(BIN)/python -m feedback.gpu.check $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) .course-work

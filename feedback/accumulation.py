@@ -26,10 +26,10 @@ import os
 import sys
 from typing import Any
 
-from feedback.calling import LearnerProblem
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.graded import GradedCheck, graded_check
+from feedback.engine.result import CheckResult
 from feedback.formatting import format_plain, format_scientific, format_significant
-from feedback.graded import GradedCheck, graded_check
-from feedback.result import CheckResult
 
 SEED = 812
 

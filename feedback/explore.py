@@ -12,7 +12,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from feedback.calling import (
+from feedback.engine.calling import (
     LearnerProblem,
     as_number,
     learner_value,

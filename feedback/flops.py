@@ -11,12 +11,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from feedback.calling import LearnerProblem
-from feedback.comparing import FunctionTask, answer, is_close, log_uniform
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.comparing import FunctionTask, answer, is_close, log_uniform
+from feedback.engine.graded import GradedCheck, graded_check
+from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
+from feedback.engine.values import describe, revive
 from feedback.formatting import format_flops, format_number, format_pair, parse_number, plural
-from feedback.graded import GradedCheck, graded_check
-from feedback.result import UNKNOWN, CheckResult, failed, passed
-from feedback.values import describe, revive
 
 #: Сценарии задания 2: название (как в таблице), параметры P, токены N.
 SCENARIOS: tuple[tuple[str, float, float], ...] = (

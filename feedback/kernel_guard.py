@@ -23,7 +23,7 @@
 
 Запись — помощь преподавателю, а не защита баллов: всё в процессе учащегося он может
 подделать. Баллы защищает то, что вердикт выносится вне песочницы (см.
-:mod:`feedback.graded`).
+:mod:`feedback.engine.graded`).
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def _watch_threads() -> None:
 
 
 def probe_ran(grade_id: str, token: str) -> None:
-    """Отметка настоящего зонда: наблюдение для ``grade_id`` снято (см. :mod:`feedback.probe`)."""
+    """Отметка настоящего зонда: наблюдение ``grade_id`` снято (:mod:`feedback.engine.probe`)."""
     _record.write({"event": PROBE, "grade_id": grade_id, "token": token})
 
 

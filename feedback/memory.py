@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from feedback.comparing import FunctionTask, choice, integers, log_uniform
+from feedback.engine.comparing import FunctionTask, choice, integers, log_uniform
+from feedback.engine.graded import graded_check
+from feedback.engine.result import CheckResult
 from feedback.formatting import format_gib
-from feedback.graded import graded_check
-from feedback.result import CheckResult
 
 Cases = Sequence[Sequence[float]] | None
 

@@ -29,11 +29,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feedback.calling import LearnerProblem
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.graded import GradedCheck, graded_check
+from feedback.engine.result import CheckResult
+from feedback.engine.values import describe
 from feedback.formatting import format_gib
-from feedback.graded import GradedCheck, graded_check
-from feedback.result import CheckResult
-from feedback.values import describe
 
 #: Слой, тип весов которого смотрит учащийся в задании 1 лабораторной 7.5.
 LAB_LAYER = "decoder_block_0"
@@ -137,7 +137,7 @@ def resolve_backbone(model: Any) -> Any:
     """Основная сеть модели Keras Hub: ``model.backbone`` или сама ``model``.
 
     Годится и ``Gemma3CausalLM``, и её ``backbone``. Если передано что-то другое,
-    выбрасывает :class:`~feedback.calling.LearnerProblem` с русским объяснением.
+    выбрасывает :class:`~feedback.engine.calling.LearnerProblem` с русским объяснением.
     """
     problem = _not_a_model(model)
     if problem:

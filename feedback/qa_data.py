@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from feedback.formatting import plural
-from feedback.notice import show_notice
+from feedback.gpu.notice import show_notice
+from feedback.gpu.tiny_mode import is_tiny_mode
 from feedback.settings import CACHE_DIR, OFFLINE
-from feedback.tiny_mode import is_tiny_mode
 
 QA_URL = (
     "https://storage.googleapis.com/dm-educational/assets/ai_foundations/africa_galore_qa_v2.json"

@@ -5,9 +5,9 @@
 после того, как заданы ``KERAS_BACKEND`` и переменные ``XLA_*``: первый вызов
 ``jax.devices()`` запускает бэкенд XLA, и поменять эти настройки потом нельзя.
 
-Слои: :mod:`feedback.tiny_mode` (включён ли учебный режим) и :mod:`feedback.host`
+Слои: :mod:`feedback.gpu.tiny_mode` (включён ли учебный режим) и :mod:`feedback.gpu.host`
 (Colab, Kaggle или свой компьютер) ничего не импортируют из пакета;
-:mod:`feedback.kaggle_access` ищет ключи Kaggle и проверяет доступ; этот модуль
+:mod:`feedback.gpu.kaggle_access` ищет ключи Kaggle и проверяет доступ; этот модуль
 собирает всё вместе в :func:`choose_preset`.
 
 Все функции принимают необязательные ``env`` и подобные параметры, чтобы тесты
@@ -24,12 +24,12 @@ import sys
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
 
-from feedback import tiny_mode
-from feedback.host import detect_platform
-from feedback.kaggle_access import AccessProblem, ensure_kaggle_access
-from feedback.notice import show_notice
-from feedback.tiny_mode import TINY_ENV_VAR, is_tiny_mode, tiny_setting
-from feedback.xla_memory import UsableMemory, usable_memory, xla_memory_settings
+from feedback.gpu import tiny_mode
+from feedback.gpu.host import detect_platform
+from feedback.gpu.kaggle_access import AccessProblem, ensure_kaggle_access
+from feedback.gpu.notice import show_notice
+from feedback.gpu.tiny_mode import TINY_ENV_VAR, is_tiny_mode, tiny_setting
+from feedback.gpu.xla_memory import UsableMemory, usable_memory, xla_memory_settings
 
 __all__ = [
     "CPU_ONLY",
@@ -52,7 +52,7 @@ __all__ = [
 class Accelerator:
     """Что нашлось: ``kind`` — ``"gpu"``, ``"tpu"`` или ``"cpu"`` (видеокарты нет).
 
-    Две цифры памяти на одно устройство, и они разные (см. :mod:`feedback.xla_memory`):
+    Две цифры памяти на одно устройство, и они разные (см. :mod:`feedback.gpu.xla_memory`):
     ``memory_bytes`` — вся память карты (``nvidia-smi``), ``limit_bytes`` — предел,
     который сообщил JAX, с уже учтённой долей ``XLA_PYTHON_CLIENT_MEM_FRACTION``.
     """
@@ -213,7 +213,7 @@ def choose_preset(
     ``COURSE7_TINY=0`` требует настоящую модель даже без видеокарты.
 
     Для настоящей модели до загрузки проверяется доступ к Kaggle
-    (:func:`feedback.kaggle_access.ensure_kaggle_access`): есть ли ключ и отдаёт ли
+    (:func:`feedback.gpu.kaggle_access.ensure_kaggle_access`): есть ли ключ и отдаёт ли
     Kaggle файл ``config.json`` пресета. Ошибка — короткая русская инструкция без
     трассировки. ``check_credentials=False`` пропускает всю проверку,
     ``check_access`` подменяет сетевой запрос (в тестах); в крошечном режиме в сеть
@@ -235,7 +235,7 @@ def choose_preset(
         tiny_mode.remember_choice(False)
         return real_preset
 
-    from feedback.tiny_gemma import tiny_preset_path
+    from feedback.gpu.tiny_gemma import tiny_preset_path
 
     path = tiny_preset_path(env=env)
     tiny_mode.remember_choice(True)

@@ -11,7 +11,7 @@
 (в песочнице оценивания этой папки нет). Формула :func:`weights_gib` остаётся здесь: по ней
 строятся сводка, диаграмма пресетов и :func:`feedback.precision.require_weights_dtype`.
 
-Сколько памяти «реально получит» — решает только :mod:`feedback.xla_memory`: предел из
+Сколько памяти «реально получит» — решает только :mod:`feedback.gpu.xla_memory`: предел из
 JAX уже включает долю ``XLA_PYTHON_CLIENT_MEM_FRACTION``, и здесь на неё больше ничего
 не умножается.
 """
@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from feedback.engine.graded import GradedCheck, graded_check
+from feedback.engine.result import CheckResult
+from feedback.engine.values import describe
 from feedback.formatting import PARAMETERS, bytes_to_gb, format_gib, plural
-from feedback.graded import GradedCheck, graded_check
-from feedback.result import CheckResult
-from feedback.values import describe
-from feedback.xla_memory import T4_TOTAL_BYTES, UsableMemory, usable_memory, xla_memory_settings
+from feedback.gpu.xla_memory import T4_TOTAL_BYTES, UsableMemory, usable_memory, xla_memory_settings
 
 
 @dataclass(frozen=True)

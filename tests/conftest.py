@@ -75,7 +75,7 @@ def _class_targets(work: Path, folder: Path) -> dict[str, str]:
         "secret": str(work / ".grading-secret"),
         "gradebook": str(work / "gradebook.db"),
         "grades": str(work / "grades.csv"),
-        "package_file": str(ROOT / "feedback" / "result.py"),
+        "package_file": str(ROOT / "feedback" / "engine" / "result.py"),
         "other_submission": str(
             folder / "h72_correct/lab_7_2_training_flops/lab_7_2_training_flops.ipynb"
         ),

@@ -264,7 +264,8 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             "c72_patched_internals",
             LAB2,
             lab2(
-                "import math\nimport feedback.result as result\nimport feedback.calling\n"
+                "import math\nimport feedback.engine.result as result\n"
+                "import feedback.engine.calling\n"
                 "result.strict_mode = lambda: False\nmath.isclose = lambda *a, **k: True\n"
                 "result.settle = lambda r: r\n\n" + FORWARD,
                 TABLE,
@@ -769,10 +770,11 @@ final_results_data = [
     {"Scenario": "PaLM", "Parameters": 540e9, "Tokens": 780e9, "FLOPs": _F(2.527e24)},
 ]"""
 
-#: Свой пакет feedback в рабочей папке ядра: его probe подменил бы ответы эталоном курса.
+#: Свой пакет feedback в рабочей папке ядра: его feedback.engine.probe (зонд оценивания)
+#: подменил бы ответы эталоном курса.
 SHADOW_PROBE = """import json
 from IPython.display import display
-from feedback.graded import find
+from feedback.engine.graded import find
 
 
 def emit(grade_id, check_name, get_objects, params_json, token=""):
@@ -785,9 +787,10 @@ def emit(grade_id, check_name, get_objects, params_json, token=""):
 """
 SHADOW_PACKAGE = f"""import os
 
-os.makedirs('feedback', exist_ok=True)
+os.makedirs('feedback/engine', exist_ok=True)
 open('feedback/__init__.py', 'w').write('')
-open('feedback/probe.py', 'w').write({SHADOW_PROBE!r})"""
+open('feedback/engine/__init__.py', 'w').write('')
+open('feedback/engine/probe.py', 'w').write({SHADOW_PROBE!r})"""
 
 INDIRECT_REFERENCE = """flops_module = importlib.import_module("feedback." + "flops")
 compute_num_flops = getattr(flops_module, "training" + "_flops")"""

@@ -436,7 +436,7 @@ def test_keras_hub_loss_is_divided_by_positions_not_answer_tokens(keras):
     import jax
     import keras_hub
 
-    from feedback.tiny_gemma import tiny_preset_path
+    from feedback.gpu.tiny_gemma import tiny_preset_path
 
     model = keras_hub.models.Gemma3CausalLM.from_preset(str(tiny_preset_path()), dtype="float32")
     model.preprocessor.sequence_length = 64

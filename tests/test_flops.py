@@ -94,7 +94,7 @@ def test_failure_inside_our_helpers_is_a_verdict_too(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("сломалось")
 
-    monkeypatch.setattr("feedback.comparing.format_pair", broken)
+    monkeypatch.setattr("feedback.engine.comparing.format_pair", broken)
     result = flops.check_compute_num_flops(lambda p, n: 2 * p * n)
     assert not result
     assert "проверка не смогла завершиться" in result.message
@@ -258,7 +258,7 @@ def test_hidden_cases_catch_a_function_tuned_to_the_visible_ones():
 def test_a_hanging_function_is_stopped_and_not_called_again(monkeypatch):
     import time
 
-    monkeypatch.setattr("feedback.calling.CALL_TIME_LIMIT", 0.3)
+    monkeypatch.setattr("feedback.engine.calling.CALL_TIME_LIMIT", 0.3)
     calls = []
 
     def hangs(p, n):
@@ -286,6 +286,6 @@ def test_the_teacher_sets_the_call_budget_through_the_kernel_environment(monkeyp
     assert not result.passed and "0,2" in result.message
     assert time.monotonic() - started < 2
     monkeypatch.setenv("COURSE7_CALL_TIMEOUT", "не число")
-    from feedback.calling import CALL_TIME_LIMIT, call_time_limit
+    from feedback.engine.calling import CALL_TIME_LIMIT, call_time_limit
 
     assert call_time_limit() == CALL_TIME_LIMIT

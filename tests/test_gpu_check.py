@@ -2,7 +2,7 @@
 
 import pytest
 
-from feedback import gpu_check
+from feedback.gpu import check as gpu_check
 
 
 def test_estimate_uses_lab_7_4_formulas():

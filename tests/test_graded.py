@@ -16,9 +16,9 @@ import types
 import pytest
 
 from feedback import CheckFailed, flops, memory, wall
-from feedback.calling import LearnerProblem
-from feedback.comparing import FunctionTask
-from feedback.graded import (
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.comparing import FunctionTask
+from feedback.engine.graded import (
     AnswersUnavailable,
     GradedCheck,
     Verdict,
@@ -28,8 +28,8 @@ from feedback.graded import (
     split_arguments,
     verdict,
 )
-from feedback.probe import observation_payload
-from feedback.result import passed
+from feedback.engine.probe import observation_payload
+from feedback.engine.result import passed
 
 from notebook_runner import ROOT
 
@@ -122,7 +122,7 @@ def test_grading_path_gives_the_same_verdict_as_the_notebook():
 
 
 def test_oversized_observations_are_refused(monkeypatch):
-    monkeypatch.setattr("feedback.probe.MAX_OBSERVATION_CHARS", 10_000)
+    monkeypatch.setattr("feedback.engine.probe.MAX_OBSERVATION_CHARS", 10_000)
     payload = observation_payload(
         "check_generations_gemma_1b",
         "generation.check_generations",
@@ -139,7 +139,7 @@ LAB_MODULES = ("flops", "memory", "precision", "accumulation", "wall", "generati
 #: Заголовок вердикта, когда эталонов нет (в песочнице оценивания).
 NO_ANSWERS = "вердикт здесь не выносится: эталонов проверки нет."
 #: Вердикт этой проверки 7.2 лежит в модуле лабораторной, но эталон берёт лениво
-#: (:func:`feedback.comparing.answer`) и без него пройти не может.
+#: (:func:`feedback.engine.comparing.answer`) и без него пройти не может.
 JUDGED_IN_THE_LAB_MODULE = {"flops.check_final_results"}
 
 #: Делает :mod:`feedback.answers` неимпортируемым — как пустая папка в песочнице.
@@ -161,7 +161,7 @@ sys.meta_path.insert(0, _NoAnswers())
 #: оптимизатора: его наблюдение без keras не снять, оно задано готовым.
 VERDICTS_SCRIPT = """import json
 from feedback import accumulation, flops, generation, memory, precision, wall
-from feedback.graded import AnswersUnavailable, GradedCheck, roundtrip
+from feedback.engine.graded import AnswersUnavailable, GradedCheck, roundtrip
 
 checks = {
     function.graded.name: function
@@ -333,7 +333,7 @@ def test_verdicts_live_in_the_answers_and_are_named_not_imported():
 def test_lab_modules_do_not_import_the_answers():
     """Импорт модулей лабораторных (и зонда) не трогает эталоны — даже когда их нет."""
     modules = [f"feedback.{module}" for module in LAB_MODULES]
-    modules += ["feedback.generation.check", "feedback.comparing", "feedback.probe"]
+    modules += ["feedback.generation.check", "feedback.engine.comparing", "feedback.engine.probe"]
     listing = "print(sorted(m for m in sys.modules if m.startswith('feedback.answers')))"
     imports = "import sys\n" + "\n".join(f"import {module}" for module in modules)
     for sources in ((imports, listing), (BLOCK_ANSWERS, imports, listing)):
@@ -382,14 +382,16 @@ def test_missing_answers_are_named_but_broken_answers_are_not_hidden(monkeypatch
     def broken(name):
         raise ModuleNotFoundError("No module named 'scipy'", name="scipy")
 
-    monkeypatch.setattr("feedback.graded.importlib", types.SimpleNamespace(import_module=broken))
+    monkeypatch.setattr(
+        "feedback.engine.graded.importlib", types.SimpleNamespace(import_module=broken)
+    )
     with pytest.raises(ModuleNotFoundError, match="scipy"):
         reference("wall.judge_weights_memory")
 
 
 def test_a_verdict_problem_keeps_its_mistake_code_and_an_envelope_problem_is_unknown():
     from feedback.answers.mistakes import problem
-    from feedback.graded import GradedCheck
+    from feedback.engine.graded import GradedCheck
 
     def judge(observation):
         raise problem("generation.single_string", "одна строка", "Подсказка: список")

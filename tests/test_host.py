@@ -2,7 +2,7 @@
 
 import pytest
 
-from feedback.host import detect_platform
+from feedback.gpu.host import detect_platform
 
 
 @pytest.mark.parametrize(

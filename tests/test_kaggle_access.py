@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from feedback import kaggle_access, runtime, tiny_mode
-from feedback.kaggle_access import (
+from feedback import runtime
+from feedback.gpu import kaggle_access, tiny_mode
+from feedback.gpu.kaggle_access import (
     AccessProblem,
     KaggleAccessError,
     KaggleCredentialsError,
@@ -453,9 +454,9 @@ def test_preflight_can_be_switched_off(monkeypatch, variable):
 
 
 def test_tiny_mode_never_checks_kaggle(monkeypatch):
-    import feedback.tiny_gemma
+    import feedback.gpu.tiny_gemma
 
-    monkeypatch.setattr(feedback.tiny_gemma, "tiny_preset_path", lambda **kw: "/tiny")
+    monkeypatch.setattr(feedback.gpu.tiny_gemma, "tiny_preset_path", lambda **kw: "/tiny")
     monkeypatch.setenv("COURSE7_TINY", "1")
 
     def no_network(preset):

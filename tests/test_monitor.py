@@ -182,7 +182,7 @@ def tiny_model():
     keras_hub = pytest.importorskip("keras_hub", reason=HEAVY_REASON)
     import keras
 
-    from feedback.tiny_gemma import tiny_preset_path
+    from feedback.gpu.tiny_gemma import tiny_preset_path
 
     preset = tiny_preset_path()
     keras.utils.set_random_seed(812)  # до from_preset, иначе fit падает

@@ -13,7 +13,7 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 from feedback import CheckFailed, precision
-from feedback.tiny_gemma import tiny_preset_path
+from feedback.gpu.tiny_gemma import tiny_preset_path
 
 HEAVY_REASON = "нужны keras_hub и sentencepiece (pip install -e '.[gpu]')"
 

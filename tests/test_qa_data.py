@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from feedback import qa_data, tiny_mode
+from feedback import qa_data
+from feedback.gpu import tiny_mode
 from feedback.qa_data import (
     COLUMNS,
     LOCAL_QA_FILE,

@@ -3,7 +3,7 @@
 import pytest
 
 from feedback import CheckFailed, CheckResult, strict_mode
-from feedback.result import failed, passed, settle
+from feedback.engine.result import failed, passed, settle
 
 
 def test_result_is_truthy_exactly_when_passed():

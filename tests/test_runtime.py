@@ -4,8 +4,8 @@ import subprocess
 
 import pytest
 
-from feedback import notice, tiny_mode
-from feedback.kaggle_access import KaggleCredentialsError
+from feedback.gpu import notice, tiny_mode
+from feedback.gpu.kaggle_access import KaggleCredentialsError
 from feedback.runtime import (
     CPU_ONLY,
     Accelerator,
@@ -30,7 +30,7 @@ def _reset_choice(monkeypatch):
 @pytest.fixture
 def fake_tiny(monkeypatch):
     """Не собираем настоящую крошечную модель: здесь проверяется только выбор."""
-    import feedback.tiny_gemma
+    import feedback.gpu.tiny_gemma
 
     calls = []
 
@@ -38,7 +38,7 @@ def fake_tiny(monkeypatch):
         calls.append(env)
         return "/cache/tiny_gemma3/abc"
 
-    monkeypatch.setattr(feedback.tiny_gemma, "tiny_preset_path", fake_path)
+    monkeypatch.setattr(feedback.gpu.tiny_gemma, "tiny_preset_path", fake_path)
     return calls
 
 
@@ -168,7 +168,7 @@ def test_notice_html_escapes():
 
 
 def test_credentials_error_renders_only_the_russian_instructions():
-    from feedback.kaggle_access import missing_credentials_message
+    from feedback.gpu.kaggle_access import missing_credentials_message
 
     error = KaggleCredentialsError(missing_credentials_message("colab"))
     lines = error._render_traceback_()

@@ -28,14 +28,14 @@ from nbformat.v4 import new_notebook
 from feedback import flops, memory
 from feedback.answers import accumulation, mistakes, precision, wall
 from feedback.answers.mistakes import MISTAKES, NOT_ASSESSED
-from feedback.comparing import Answer
+from feedback.engine.comparing import Answer
+from feedback.engine.result import UNKNOWN
+from feedback.engine.values import describe
 from feedback.generation.check import GENERATIONS
 from feedback.generation.prompts import PROMPTS
-from feedback.result import UNKNOWN
 from feedback.teacher import analytics
 from feedback.teacher import grade as grading
 from feedback.teacher.results import TaskOutcome, UnitResult
-from feedback.values import describe
 
 from notebook_runner import ROOT
 from submissions import read_csv
@@ -43,7 +43,7 @@ from submissions import read_csv
 FEEDBACK = ROOT / "feedback"
 #: Файлы, где живут подсказки к типичным ошибкам.
 HINT_FILES = [*sorted((FEEDBACK / "answers").glob("*.py")), FEEDBACK / "flops.py"]
-HINT_FILES += [FEEDBACK / "comparing.py"]
+HINT_FILES += [FEEDBACK / "engine" / "comparing.py"]
 HINT_FILES = [path for path in HINT_FILES if path.name not in ("__init__.py", "mistakes.py")]
 ID_LIKE = re.compile(r"^(?:[a-z0-9]+)\.(?!check_)[a-z0-9_]+$")
 GIB = 1024**3

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from feedback import tiny_gemma
+from feedback.gpu import tiny_gemma
 from feedback.teacher.caches import tiny_model_cache
 
 

@@ -3,7 +3,7 @@
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from feedback.probe import OBSERVATION_MIME
+from feedback.engine.probe import OBSERVATION_MIME
 from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
 
 from notebook_runner import ROOT
@@ -80,12 +80,12 @@ def test_course_frames_leave_a_learners_traceback():
 
     frames = [
         "PermissionError Traceback (most recent call last)",
-        "Cell In[3], line 4\n----> 4 open('feedback/probe.py', 'w')",
+        "Cell In[3], line 4\n----> 4 open('feedback/engine/probe.py', 'w')",
         f"File {PACKAGE_DIR}kernel_guard.py:193, in _hook(event, args)",
         "PermissionError: подкладывает свой пакет курса: запрещено при оценивании",
     ]
     error = new_output("error", ename="PermissionError", evalue="x", traceback=frames)
-    code = new_code_cell("open('feedback/probe.py', 'w')", outputs=[error])
+    code = new_code_cell("open('feedback/engine/probe.py', 'w')", outputs=[error])
     code.metadata["nbgrader"] = {"solution": True, "grade_id": "f"}
     nb, _ = ReportCleanup().preprocess(new_notebook(cells=[code]), {})
     assert nb.cells[0].outputs[0].traceback == [frames[0], frames[1], frames[3]]

@@ -14,7 +14,7 @@ import pytest
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-from feedback.result import failed
+from feedback.engine.result import failed
 from feedback.teacher import safe_html
 from feedback.teacher.safe_html import (
     HTML_LIMIT,

@@ -285,7 +285,7 @@ def test_the_sandbox_has_no_reference_answers_and_no_grading_code(tmp_path):
         f"import os\nprint(os.listdir({str(answers)!r}), os.listdir({str(teacher)!r}))",
         "from feedback import flops\ntry:\n    flops.training_flops\n"
         "except Exception as error:\n    print(type(error).__name__)",
-        "from feedback.graded import find\ntask = find('flops.check_compute_num_flops')"
+        "from feedback.engine.graded import find\ntask = find('flops.check_compute_num_flops')"
         ".judge.__self__\ntry:\n    task.formula\nexcept Exception as error:\n"
         "    print(type(error).__name__)",
         "print(find('flops.check_compute_num_flops').observe(lambda p, n: 6 * p * n))",
@@ -333,8 +333,9 @@ GUARDED_CELLS = [
     "import sys, gc\nframe = sys._getframe()\ncount = len(gc.get_objects())",
     "from concurrent.futures import ThreadPoolExecutor\n"
     "print(ThreadPoolExecutor(2).submit(sum, [1, 2]).result())",
-    "import os\nos.makedirs('feedback', exist_ok=True)\ntry:\n"
-    "    open('feedback/probe.py', 'w').write('подделка')\nexcept PermissionError as error:\n"
+    "import os\nos.makedirs('feedback/engine', exist_ok=True)\ntry:\n"
+    "    open('feedback/engine/probe.py', 'w').write('подделка')\n"
+    "except PermissionError as error:\n"
     "    print('отказано', error)",
     "import sys\nimport feedback\nprint(sys.flags.safe_path, '' in sys.path, feedback.__file__)",
     "import collections\nprint(collections.namedtuple('P', 'a b')(1, 2))",  # честный код

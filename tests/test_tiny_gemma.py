@@ -13,7 +13,7 @@ import pytest
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
-from feedback import tiny_gemma
+from feedback.gpu import tiny_gemma
 
 HEAVY_REASON = "нужны keras_hub и sentencepiece (pip install -e '.[gpu]')"
 

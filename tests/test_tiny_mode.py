@@ -2,7 +2,7 @@
 
 import pytest
 
-from feedback import tiny_mode
+from feedback.gpu import tiny_mode
 
 
 @pytest.fixture(autouse=True)

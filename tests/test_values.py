@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feedback.values import (
+from feedback.engine.values import (
     MAX_TEXT,
     Opaque,
     describe,

@@ -3,8 +3,8 @@
 import pytest
 
 from feedback import wall
+from feedback.gpu.xla_memory import T4_TOTAL_BYTES
 from feedback.runtime import Accelerator
-from feedback.xla_memory import T4_TOTAL_BYTES
 
 MIB = 1024**2
 FRACTION_09 = {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9"}

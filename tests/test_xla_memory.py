@@ -2,7 +2,7 @@
 
 import pytest
 
-from feedback.xla_memory import (
+from feedback.gpu.xla_memory import (
     CUDA_CONTEXT_BYTES,
     DEFAULT_MEM_FRACTION,
     T4_TOTAL_BYTES,

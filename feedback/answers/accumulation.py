@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.accumulation import OPTIMIZER_TITLE
+from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.formatting import plural
-from feedback.result import UNKNOWN, CheckResult, failed, passed
 
 #: Гиперпараметры AdamW, общие для лабораторных 7.5 и 7.6 (кроме скорости обучения
 #: и накопления, которые передаются в проверку).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from feedback.comparing import Answer, Mistake
+from feedback.engine.comparing import Answer, Mistake
 
 
 def training_flops(param_count: float, num_tokens: float) -> float:

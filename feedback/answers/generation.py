@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from feedback.answers.mistakes import problem
-from feedback.calling import LearnerProblem
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
+from feedback.engine.values import revive
 from feedback.formatting import plural
 from feedback.generation.check import CHECK_TITLE
 from feedback.generation.prompts import PROMPTS
 from feedback.generation.table import _printable, _shorten
-from feedback.result import UNKNOWN, CheckResult, failed, passed
-from feedback.values import revive
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -152,7 +152,7 @@ def _item_problems(items: list[Any], prompts: list[str]) -> tuple[list[str], lis
 
 
 def judge_generations(observation: Any, prompts: Sequence[str] = PROMPTS) -> CheckResult:
-    """Вердикт по списку генераций (описанному :func:`feedback.values.describe`)."""
+    """Вердикт по списку генераций (описанному :func:`feedback.engine.values.describe`)."""
     prompts = list(prompts)
     expected = len(prompts)
     items = _as_generation_list(revive(observation), expected)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from feedback.comparing import Answer, Mistake
+from feedback.engine.comparing import Answer, Mistake
 from feedback.formatting import BYTES_PER_GIB
 
 Bytes = Callable[..., float]

@@ -1,20 +1,21 @@
 """Коды типичных ошибок курса: единственный их список.
 
-Каждая подсказка к типичной ошибке (:class:`feedback.comparing.Mistake`, подсказки функций
-вердикта в этой папке и таблицы лабораторной 7.2 в :mod:`feedback.flops`) несёт свой код, а
-вердикт — код той ошибки, к которой дана подсказка (:attr:`feedback.result.CheckResult.mistake`).
+Каждая подсказка к типичной ошибке (:class:`feedback.engine.comparing.Mistake`, подсказки
+функций вердикта в этой папке и таблицы лабораторной 7.2 в :mod:`feedback.flops`) несёт свой
+код, а вердикт — код той ошибки, к которой дана подсказка
+(:attr:`feedback.engine.result.CheckResult.mistake`).
 Учащийся кода не видит: по кодам преподаватель после ``make grade`` видит, что класс
 понял не так (mistakes.csv, summary.html, mistakes.md — :mod:`feedback.teacher.analytics`).
 
 Код — ``тема.ошибка`` латиницей; у одного кода — одна подсказка, у одной подсказки — один код
 (это проверяет tests/test_teacher_analytics.py). Непройденная проверка без известной
-ошибки получает :data:`~feedback.result.UNKNOWN`, пройденная — никакого.
+ошибки получает :data:`~feedback.engine.result.UNKNOWN`, пройденная — никакого.
 """
 
 from __future__ import annotations
 
-from feedback.calling import LearnerProblem
-from feedback.result import UNKNOWN
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.result import UNKNOWN
 
 #: Работа не оценена вовсе (битый файл, упавшая единица): баллы — нули, причина — в
 #: problems.csv.
@@ -135,10 +136,10 @@ def describe(mistake: str | None) -> str:
 
 
 def problem(mistake: str, headline: str, *details: str) -> LearnerProblem:
-    """:class:`~feedback.calling.LearnerProblem` с кодом типичной ошибки для вердикта.
+    """:class:`~feedback.engine.calling.LearnerProblem` с кодом типичной ошибки для вердикта.
 
     Так функция вердикта называет ошибку, когда отвечает исключением:
-    :meth:`feedback.graded.GradedCheck.judge_envelope` переносит код в вердикт.
+    :meth:`feedback.engine.graded.GradedCheck.judge_envelope` переносит код в вердикт.
     """
     if mistake not in MISTAKES:
         raise KeyError(f"кода ошибки {mistake!r} нет в feedback.answers.mistakes.MISTAKES")

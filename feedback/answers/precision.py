@@ -17,7 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feedback.calling import LearnerProblem
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
+from feedback.engine.values import revive
 from feedback.formatting import (
     PARAMETERS,
     format_gib,
@@ -26,6 +28,7 @@ from feedback.formatting import (
     format_significant,
     plural,
 )
+from feedback.gpu.xla_memory import ALLOCATOR_ENV_VAR
 from feedback.precision import (
     BFLOAT16_TITLE,
     BYTES_PER_DTYPE,
@@ -38,10 +41,7 @@ from feedback.precision import (
     dtype_choice,
     training_overhead_gib,
 )
-from feedback.result import UNKNOWN, CheckResult, failed, passed
-from feedback.values import revive
 from feedback.wall import GEMMA_4B_PARAMS, t4_usable, weights_gib
-from feedback.xla_memory import ALLOCATOR_ENV_VAR
 
 #: Что печатает задание 1 лабораторной 7.5 (показывается в вердикте рядом с типом).
 LAB_PATH = 'model.backbone.get_layer("decoder_block_0").attention.query_dense.kernel.dtype'
@@ -411,7 +411,7 @@ def judge_weights_budget(observation: Any) -> CheckResult:
 
 
 def judge_weights_dtype(observation: Any) -> CheckResult:
-    """Вердикт по выбранному типу весов (наблюдение — :func:`feedback.values.describe`)."""
+    """Вердикт по выбранному типу весов (наблюдение — :func:`feedback.engine.values.describe`)."""
     choice = dtype_choice(revive(observation))
     title = WEIGHTS_DTYPE_TITLE
     usable = t4_usable({ALLOCATOR_ENV_VAR: "platform"}).gib  # как в лабораторной 7.5

@@ -15,10 +15,10 @@ import math
 from typing import Any
 
 from feedback.answers.mistakes import problem
-from feedback.calling import LearnerProblem
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
+from feedback.engine.values import revive
 from feedback.formatting import PARAMETERS, format_gib, format_pair, plural
-from feedback.result import UNKNOWN, CheckResult, failed, passed
-from feedback.values import revive
 from feedback.wall import GEMMA_4B_PARAMS, WEIGHTS_TITLE, weights_gib
 
 #: Допуск: ответ, округлённый до 14,5 или 14,45 ГиБ, принимается.

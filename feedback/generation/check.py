@@ -1,6 +1,6 @@
 """Проверка списка генераций (задания 1 и 2 лабораторной 7.1): сторона наблюдения.
 
-Здесь проверка только описывает список учащегося (:func:`feedback.values.describe`);
+Здесь проверка только описывает список учащегося (:func:`feedback.engine.values.describe`);
 что считается верным списком и подсказки к ошибкам — в :mod:`feedback.answers.generation`
 (в песочнице оценивания этой папки нет, и код учащегося не может спросить вердикт).
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from feedback.engine.graded import GradedCheck, graded_check
+from feedback.engine.result import CheckResult
+from feedback.engine.values import describe
 from feedback.generation.prompts import PROMPTS
-from feedback.graded import GradedCheck, graded_check
-from feedback.result import CheckResult
-from feedback.values import describe
 
 CHECK_TITLE = "generations"
 

@@ -1,7 +1,7 @@
 """Что класс понял не так: типичные ошибки, похожие ответы и сводка после ``make grade``.
 
 Вердикт каждой непройденной проверки несёт код типичной ошибки
-(:attr:`feedback.result.CheckResult.mistake`, список — :mod:`feedback.answers.mistakes`);
+(:attr:`feedback.engine.result.CheckResult.mistake`, список — :mod:`feedback.answers.mistakes`);
 единица кладёт его в результат (:attr:`feedback.teacher.results.TaskOutcome.mistake`),
 а родительский процесс — в строку mistakes.csv (:func:`mistake_rows`). После записи всех таблиц
 :func:`after_grading` пишет:
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from feedback.answers.mistakes import describe
-from feedback.result import UNKNOWN
+from feedback.engine.result import UNKNOWN
 from feedback.teacher.class_data import (
     NO_CODE,
     NOT_MISTAKES,

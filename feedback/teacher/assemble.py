@@ -33,7 +33,7 @@ from typing import Any
 
 import nbformat
 
-from feedback.graded import GradedCheck, check_function, find, split_arguments
+from feedback.engine.graded import GradedCheck, check_function, find, split_arguments
 
 #: Метаданные ячеек, которые добавил учащийся (для отчёта и взгляда преподавателя); это же
 #: роль такой ячейки в собранной тетрадке (:attr:`Assembled.roles`).
@@ -307,13 +307,13 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def probe_source(grade_id: str, call: CheckCall, params: dict[str, Any], token: str = "") -> str:
     """Код, который ядро выполнит вместо ячейки-теста: снять и показать наблюдение.
 
-    ``token`` — метка этой работы (см. :func:`feedback.probe.observation_payload`).
+    ``token`` — метка этой работы (см. :func:`feedback.engine.probe.observation_payload`).
     """
     if not all(_IDENTIFIER.match(name) for name in call.objects):
         raise ValueError("имена объектов должны быть идентификаторами")
     objects = "".join(f"{name}, " for name in call.objects)
     return (
-        "from feedback import probe as _course7_probe\n\n"
+        "from feedback.engine import probe as _course7_probe\n\n"
         f"_course7_probe.emit({grade_id!r}, {call.name!r}, lambda: ({objects}), "
         f"{json.dumps(params, ensure_ascii=False)!r}, {token!r})"
     )

@@ -35,7 +35,7 @@ def tiny_model_cache(root: Path) -> Path:
     Если на этой машине та же сборка уже лежит в обычном кэше курса (преподаватель сам
     выполнял GPU-лабораторные в учебном режиме), она копируется, а не собирается заново.
     """
-    from feedback.tiny_gemma import default_cache_dir, tiny_preset_path
+    from feedback.gpu.tiny_gemma import default_cache_dir, tiny_preset_path
 
     root.mkdir(parents=True, exist_ok=True)
     tiny_preset_path(cache_dir=root, isolated=True, reuse_from=default_cache_dir())

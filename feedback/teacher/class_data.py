@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedback.answers.mistakes import NOT_ASSESSED
-from feedback.result import UNKNOWN
+from feedback.engine.result import UNKNOWN
 
 #: Коды, которые не ошибки по существу: в список к лекции не попадают.
 NOT_MISTAKES = {UNKNOWN, NOT_ASSESSED}

@@ -17,8 +17,8 @@ from typing import Any
 from nbgrader.preprocessors import ClearSolutions, GetGrades, NbGraderPreprocessor
 from traitlets import Dict, Unicode
 
+from feedback.engine.probe import OBSERVATION_MIME
 from feedback.formatting import format_plain, plural_form
-from feedback.probe import OBSERVATION_MIME
 from feedback.teacher.assemble import ADDED, REVIEW_NOTE, RUBRIC_NOTE
 
 CODE_STUB = '# Добавьте сюда свой код\nraise NotImplementedError("Добавьте сюда свой код")'

@@ -1,7 +1,7 @@
 """Вердикты и баллы по выполненной тетрадке — вне песочницы.
 
 Из вывода каждой ячейки-теста берётся ровно одно наблюдение (см.
-:mod:`feedback.probe`), и вердикт по нему выносит функция проверки из пакета
+:mod:`feedback.engine.probe`), и вердикт по нему выносит функция проверки из пакета
 преподавателя. Баллы — все баллы ячейки за пройденную проверку и ноль иначе: что
 бы ни напечатало ядро, частичных баллов оно не назначит.
 """
@@ -13,11 +13,11 @@ from typing import Any
 
 import nbformat
 
-from feedback.graded import GradedCheck
-from feedback.probe import OBSERVATION_MIME
-from feedback.result import CheckResult, failed
+from feedback.engine.graded import GradedCheck
+from feedback.engine.probe import OBSERVATION_MIME
+from feedback.engine.result import CheckResult, failed
+from feedback.engine.values import lookalikes
 from feedback.teacher.results import TaskOutcome
-from feedback.values import lookalikes
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ class Plan:
 
     assembled: Assembled
     runnable: nbformat.NotebookNode
-    token: str  # метка наблюдений этой работы (см. feedback.probe)
+    token: str  # метка наблюдений этой работы (см. feedback.engine.probe)
     calls: dict[int, tuple[str, CheckCall, dict[str, Any]]]
     cases: dict[str, Any]  # вытянутые случаи, которые отличаются от случаев выпуска
     skipped: set[int]

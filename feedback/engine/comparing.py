@@ -16,16 +16,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from feedback.calling import (
+from feedback.engine.calling import (
     as_number,
     describe_case,
     learner_value,
     observe_call,
     require_function,
 )
+from feedback.engine.graded import AnswersUnavailable, GradedCheck, Params, reference
+from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.formatting import format_number, format_pair, plural
-from feedback.graded import AnswersUnavailable, GradedCheck, Params, reference
-from feedback.result import UNKNOWN, CheckResult, failed, passed
 
 Formula = Callable[..., float]
 #: Как вытянуть значение аргумента для случая оценивания.

@@ -2,11 +2,11 @@
 
 *Наблюдение* — то, что проверка узнаёт у объекта учащегося: что вернула его функция
 на заданных случаях, какие типы у весов модели, какие параметры у оптимизатора. Это
-данные JSON (см. :mod:`feedback.values`). *Вердикт* — русский ответ проверки,
+данные JSON (см. :mod:`feedback.engine.values`). *Вердикт* — русский ответ проверки,
 вынесенный только по наблюдению и параметрам проверки.
 
 В тетрадке учащегося обе части выполняются подряд в одной ячейке. При оценивании
-наблюдение снимается в песочнице с кодом учащегося (:mod:`feedback.probe`), а вердикт
+наблюдение снимается в песочнице с кодом учащегося (:mod:`feedback.engine.probe`), а вердикт
 выносит программа преподавателя вне песочницы: ни строгий режим, ни эталонные числа, ни
 сама функция вердикта там недоступны коду учащегося. Поэтому подменить вердикт нельзя —
 можно только дать другой ответ, а его проверка оценит по существу.
@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from feedback.calling import LearnerProblem
-from feedback.result import CheckResult, failed, settle
+from feedback.engine.calling import LearnerProblem
+from feedback.engine.result import CheckResult, failed, settle
 
 Params = Mapping[str, Any]
 Envelope = dict[str, Any]
@@ -105,7 +105,7 @@ class GradedCheck:
     """Описание одной проверки.
 
     ``observe(*объекты, **параметры)`` возвращает наблюдение (JSON) или бросает
-    :class:`~feedback.calling.LearnerProblem`; ``judge(наблюдение, **параметры)``
+    :class:`~feedback.engine.calling.LearnerProblem`; ``judge(наблюдение, **параметры)``
     возвращает вердикт. ``judge`` можно задать и строкой — именем функции в
     :mod:`feedback.answers` (``"precision.judge_lora"``): тогда это :class:`Verdict`.
     ``draw(rng, параметры)`` — параметры для оценивания: например, случаи, которых

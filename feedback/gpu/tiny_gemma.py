@@ -238,12 +238,12 @@ def _build_in_subprocess(preset_dir: Path) -> None:
     import sys
 
     env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[1])
+    package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     env.update({"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""})
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     result = subprocess.run(
-        [sys.executable, "-m", "feedback.tiny_gemma", str(preset_dir)],
+        [sys.executable, "-m", "feedback.gpu.tiny_gemma", str(preset_dir)],
         env=env,
         capture_output=True,
         text=True,
@@ -298,7 +298,7 @@ def tiny_preset_path(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m feedback.tiny_gemma КАТАЛОГ`` — собрать пресет в новый каталог."""
+    """``python -m feedback.gpu.tiny_gemma КАТАЛОГ`` — собрать пресет в новый каталог."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Собрать крошечный пресет Gemma 3.")

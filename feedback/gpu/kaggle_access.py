@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from feedback.host import detect_platform
+from feedback.gpu.host import detect_platform
+from feedback.gpu.tiny_mode import TINY_ENV_VAR
 from feedback.settings import OFFLINE, PREFLIGHT
-from feedback.tiny_mode import TINY_ENV_VAR
 
 KAGGLE_API_SETTINGS_URL = "https://www.kaggle.com/settings/api"
 KAGGLE_SETTINGS_URL = "https://www.kaggle.com/settings"

@@ -18,9 +18,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from feedback.engine.values import describe, describe_error, revive, revive_error
 from feedback.formatting import format_plain
 from feedback.settings import CALL_TIMEOUT
-from feedback.values import describe, describe_error, revive, revive_error
 
 
 class LearnerProblem(Exception):
@@ -102,7 +102,7 @@ def observe_call(
 ) -> dict[str, Any]:
     """Вызывает ``fn`` с аргументами случая по позиции и описывает исход (JSON).
 
-    Исход — описание возвращённого значения (:func:`feedback.values.describe`),
+    Исход — описание возвращённого значения (:func:`feedback.engine.values.describe`),
     ``{"t": "raised", …}`` для исключения или ``{"t": "timeout"}`` для вызова дольше
     ``time_limit`` секунд (по умолчанию :func:`call_time_limit`).
     """

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 
 from feedback.formatting import bytes_to_gb, format_gib, format_number, format_plain, plural
+from feedback.gpu.tiny_gemma import BACKBONE_CONFIG
 from feedback.settings import default_keras_backend
-from feedback.tiny_gemma import BACKBONE_CONFIG
 
 #: Конфигурации Gemma 3 (текстовые) для keras_hub.models.Gemma3Backbone. Переключатели
 #: архитектуры (нормы, скользящее окно, GQA) — те же, что у крошечной модели курса.
@@ -197,7 +197,9 @@ def report(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m feedback.gpu.check", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--config", choices=sorted(CONFIGS), default="4b")
     parser.add_argument("--steps", type=int, default=16, help="микробатчей (по 1 примеру)")
     parser.add_argument("--accumulation", type=int, default=8)
