@@ -762,7 +762,7 @@ def test_analytics_cost_under_five_percent_of_grading_300_works(graded_class, tm
             f"оценивание ≈ {grading_seconds:.0f} с (JOBS=1): {share * 100:.2f} %; "
             f"похожих пар {rows}"
         )
-    assert written["summary"].is_file()
+    assert written.summary.is_file()
     assert share < 0.05
 
 

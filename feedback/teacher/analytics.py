@@ -25,6 +25,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -281,8 +282,18 @@ def write_similar(work: Path) -> Path:
     return path
 
 
-def after_grading(work: Path) -> dict[str, Any]:
-    """similar.csv, summary.html и mistakes.md; пути и сколько секунд это заняло."""
+@dataclass(frozen=True)
+class Analytics:
+    """Что написала аналитика после оценивания и сколько секунд это заняло."""
+
+    similar: Path
+    summary: Path
+    notes: Path
+    seconds: float
+
+
+def after_grading(work: Path) -> Analytics:
+    """similar.csv, summary.html и mistakes.md."""
     from feedback.teacher.summary import write_summary
 
     started = time.monotonic()
@@ -291,12 +302,7 @@ def after_grading(work: Path) -> dict[str, Any]:
     summary = write_summary(work / SUMMARY_HTML, data)
     notes = work / MISTAKES_MD
     notes.write_text(lecture_notes(data), encoding="utf-8")
-    return {
-        "similar": similar,
-        "summary": summary,
-        "notes": notes,
-        "seconds": time.monotonic() - started,
-    }
+    return Analytics(similar, summary, notes, time.monotonic() - started)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,9 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     work = Path(args[0]).resolve() if args else work_dir()
     written = after_grading(work)
-    print(f"Похожие ответы: {written['similar']}")
-    print(f"К следующей лекции: {written['notes']}")
-    print(f"Сводка для преподавателя: {written['summary']} ({written['seconds']:.1f} с)")
+    print(f"Похожие ответы: {written.similar}")
+    print(f"К следующей лекции: {written.notes}")
+    print(f"Сводка для преподавателя: {written.summary} ({written.seconds:.1f} с)")
     return 0
 
 

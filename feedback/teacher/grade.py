@@ -614,7 +614,7 @@ def _analytics(work: Path) -> None:
             file=sys.stderr,
         )
         return
-    print(f"Сводка составлена за {written['seconds']:.1f} с", file=sys.stderr, flush=True)
+    print(f"Сводка составлена за {written.seconds:.1f} с", file=sys.stderr, flush=True)
 
 
 def _progress(done: int, total: int, result: UnitResult) -> None:
