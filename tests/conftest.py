@@ -14,10 +14,26 @@ import pytest
 
 from notebook_runner import ROOT
 
-#: Модули, чьи дорогие фикстуры (тетрадки, выполненные один раз, окружение Colab, браузер)
-#: делятся между их тестами: при параллельном прогоне (pytest-xdist) такой модуль целиком
-#: идёт одному процессу, чтобы фикстура не считалась дважды.
-SHARED_FIXTURE_MODULES = {"test_student_notebooks", "test_colab_versions", "test_browser"}
+#: Группы pytest-xdist: модули, чьи дорогие фикстуры делятся между их тестами, идут при
+#: параллельном прогоне одному процессу, чтобы фикстура не считалась дважды. Тетрадки,
+#: выполненные один раз, окружение Colab и браузер — у каждого модуля своя группа. Модули,
+#: которые грузят keras, TensorFlow и крошечную Gemma в сам процесс тестов, — одна общая:
+#: импорт стоит секунды процессора, а скомпилированные JAX программы остаются в процессе.
+KERAS_IN_PROCESS = (
+    "test_generation",
+    "test_precision",
+    "test_accumulation",
+    "test_monitor",
+    "test_tiny_gemma",
+)
+SHARED_FIXTURE_MODULES = {
+    "test_student_notebooks": "test_student_notebooks",
+    "test_colab_versions": "test_colab_versions",
+    "test_browser": "test_browser",
+    **dict.fromkeys(KERAS_IN_PROCESS, "keras_in_process"),
+}
+#: Тесты модуля из группы, которым её фикстура не нужна, идут в любой процесс.
+GROUP_FIXTURES = {"test_colab_versions": "colab_python"}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -25,8 +41,11 @@ def pytest_collection_modifyitems(items):
     # tryfirst: метки групп должны появиться раньше, чем xdist допишет группу к имени теста.
     for item in items:
         module = getattr(item.module, "__name__", "")
-        if module in SHARED_FIXTURE_MODULES:
-            item.add_marker(pytest.mark.xdist_group(module))
+        needed = GROUP_FIXTURES.get(module)
+        if module in SHARED_FIXTURE_MODULES and (
+            needed is None or needed in getattr(item, "fixturenames", ())
+        ):
+            item.add_marker(pytest.mark.xdist_group(SHARED_FIXTURE_MODULES[module]))
     # Класс оценивается один раз на весь запуск (фикстура graded_class), а его тесты идут в
     # разные процессы. Первый из них — первым: оценивание начинается сразу. Остальные —
     # в конце: к ним процессы придут, когда класс уже оценён, а не будут ждать его все сразу.
@@ -122,9 +141,7 @@ def graded_class(tmp_path_factory, sandbox) -> GradedClass:
     """
     from corpus import class_works
 
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
+    shared = _shared_temp(tmp_path_factory)
     root = shared / "graded-class"
     work, folder = root / "work", root / "submissions"
     with open(shared / "graded-class.lock", "w") as lock:
@@ -144,3 +161,46 @@ def graded_class(tmp_path_factory, sandbox) -> GradedClass:
         (root / "grades-after-run.csv").read_bytes(),
         observed["seconds"],
     )
+
+
+def _shared_temp(tmp_path_factory) -> Path:
+    """Временная папка, общая для всех процессов pytest-xdist этого запуска."""
+    shared = tmp_path_factory.getbasetemp()
+    return shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+
+
+#: Лабораторные, чьи эталоны уже прогреты в заготовке рабочей папки (CPU: секунды).
+WARM_LABS = ("lab_7_2_training_flops", "lab_7_4_gpu_memory")
+
+
+@pytest.fixture(scope="session")
+def fresh_work(tmp_path_factory, sandbox):
+    """Функция ``fresh_work(папка)``: рабочая папка оценивания, где лабораторные уже в базе.
+
+    Первый запуск ``make grade`` в пустой папке регистрирует все шесть лабораторных
+    (``generate_assignment`` и миграции базы nbgrader) и прогревает эталоны — десяток секунд
+    процессора. Тестам, которые проверяют не это, а одно оценивание, достаётся копия
+    заготовки: её один раз на весь запуск готовит сам ``make grade`` (:func:`prepare`
+    и :func:`warm_up`), поэтому следующий ``make grade`` идёт в копии, как второй запуск
+    преподавателя. Первый запуск в пустой папке проходит класс (фикстура ``graded_class``).
+    """
+    from feedback.teacher import grade
+    from feedback.teacher.settings import Settings
+
+    shared = _shared_temp(tmp_path_factory)
+    template = shared / "registered-work"
+    with open(shared / "registered-work.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (template / ".ready").exists():
+            shutil.rmtree(template, ignore_errors=True)
+            settings = replace(Settings.from_env(), work=template)
+            run = grade.prepare(settings, jobs=2)
+            grade.warm_up(run, set(WARM_LABS), settings.cache)
+            (template / ".grading-secret").unlink()  # у каждой копии будет свой
+            (template / ".ready").touch()
+
+    def copy(target: Path) -> Path:
+        shutil.copytree(template, target, ignore=shutil.ignore_patterns(".ready"))
+        return target
+
+    return copy

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import types
 
 from notebook_runner import ROOT
 
@@ -55,7 +56,7 @@ def test_shared_fixture_module_runs_in_one_worker(tmp_path):
     project.mkdir()
     out.mkdir()
     (project / "conftest.py").write_text(textwrap.dedent(CONFTEST))
-    (project / "test_colab_versions.py").write_text(SHARED_MODULE)
+    (project / "test_student_notebooks.py").write_text(SHARED_MODULE)
     (project / "test_other.py").write_text(OTHER_MODULE)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     done = subprocess.run(
@@ -74,13 +75,14 @@ def test_shared_fixture_module_runs_in_one_worker(tmp_path):
 
 
 class _Item:
-    def __init__(self, name: str, on_class: bool) -> None:
+    def __init__(self, name: str, on_class: bool = False, module: str = "", fixtures=()) -> None:
         self.name = name
-        self.module = None
-        self.fixturenames = ("graded_class",) if on_class else ()
+        self.module = types.SimpleNamespace(__name__=module) if module else None
+        self.fixturenames = ("graded_class",) if on_class else tuple(fixtures)
+        self.groups: list[str] = []
 
     def add_marker(self, marker) -> None:
-        pass
+        self.groups.append(marker.args[0])
 
 
 def test_the_class_is_graded_first_and_its_other_tests_run_last():
@@ -91,3 +93,22 @@ def test_the_class_is_graded_first_and_its_other_tests_run_last():
              ("a", "class_1", "b", "class_2", "c", "class_3")]  # fmt: skip
     pytest_collection_modifyitems(items)
     assert [item.name for item in items] == ["class_1", "a", "b", "c", "class_2", "class_3"]
+
+
+def test_keras_modules_share_one_group_and_colab_tests_without_its_venv_go_anywhere():
+    sys.path.insert(0, str(TESTS))
+    from conftest import pytest_collection_modifyitems
+
+    items = [
+        _Item("generation", module="test_generation"),
+        _Item("precision", module="test_precision"),
+        _Item("monitor", module="test_monitor"),
+        _Item("colab_venv", module="test_colab_versions", fixtures=("colab_python",)),
+        _Item("colab_plan", module="test_colab_versions", fixtures=("tmp_path",)),
+        _Item("other", module="test_flops"),
+    ]
+    pytest_collection_modifyitems(items)
+    groups = {item.name: item.groups for item in items}
+    assert groups["generation"] == groups["precision"] == groups["monitor"] == ["keras_in_process"]
+    assert groups["colab_venv"] == ["test_colab_versions"]
+    assert groups["colab_plan"] == groups["other"] == []
