@@ -72,15 +72,3 @@ def test_only_new_token_without_network_shows_network_guidance(no_kaggle, monkey
     assert error.ename == "KaggleAccessError"
     assert text.startswith("Нет связи с Kaggle.") and "COURSE7_TINY=1" in text
     assert "Traceback" not in text and "не найден" not in text and "ConnectionError" not in text
-
-
-def test_unfilled_bf16_task_stops_before_any_load(no_kaggle, monkeypatch):
-    """7.5 как есть: проверка типа — красная, загрузка отказывается сразу, float32 не грузится."""
-    monkeypatch.setenv("COURSE7_TINY", "1")
-    student = ROOT / "notebooks" / "lab_7_5_bfloat16_lora" / "lab_7_5_bfloat16_lora.ipynb"
-    nb = run_notebook(student, run_all=True)
-    (error,) = errors(nb)
-    assert error.ename == "WeightsDtypeError"
-    assert "Модель не загружена" in error.traceback[0] and "ещё не выбран" in error.traceback[1]
-    shown = "\n".join(outputs_text(cell) for cell in nb.cells)
-    assert "Total params" not in shown  # model.summary() не выполнялся: модели нет
