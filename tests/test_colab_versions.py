@@ -48,6 +48,7 @@ TOOLS = ("pytest>=8", "nbval==0.11.0", "nbformat>=5.9", "nbclient>=0.10")
 EXPECTED = {"IPython": "7.34.", "ipywidgets": "7.7."}
 
 COLAB_GPU_PACKAGES = ROOT / "tests" / "data" / "colab_gpu_packages.txt"
+COLAB_GPU_METADATA = ROOT / "tests" / "data" / "colab_gpu_metadata.json"
 #: Что ``pip install course7-feedback[gpu]`` меняет в Colab, и куда: так и написано в README.
 #: keras-hub 0.32 — версия, на которой курс проверен (дополнение tiny, CI); ей нужны
 #: keras>=3.15 и ровно kagglesdk 0.1.28. TensorFlow и tensorflow-text остаются как есть.
@@ -168,14 +169,13 @@ def _normalise(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def fake_colab_gpu_env(where: Path) -> Path:
-    """Окружение, где «установлены» пакеты Colab: только их метаданные (.dist-info).
+def probe_gpu_metadata() -> list[dict]:
+    """Метаданные пакетов Colab из ``colab_gpu_packages.txt``: имя, версия, зависимости.
 
-    Метаданные (зависимости каждой версии) берутся из отчёта ``pip install --dry-run
-    --report`` — колёса при этом не скачиваются. pip считает такие пакеты установленными
-    и строит план установки так же, как в настоящем Colab.
+    Берутся из отчёта ``pip install --dry-run --report`` (колёса не скачиваются) и лежат в
+    ``tests/data/colab_gpu_metadata.json``: обновить после правки списка пакетов —
+    ``python tests/test_colab_versions.py gpu_metadata tests/data/colab_gpu_metadata.json``.
     """
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
     done = run(
         [
             sys.executable,
@@ -194,9 +194,35 @@ def fake_colab_gpu_env(where: Path) -> Path:
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    keep = ("name", "version", "requires_python", "requires_dist", "provides_extra")
+    found = [
+        {key: item["metadata"][key] for key in keep if item["metadata"].get(key)}
+        for item in json.loads(done.stdout)["install"]
+    ]
+    return sorted(found, key=lambda meta: _normalise(meta["name"]))
+
+
+def colab_gpu_metadata() -> list[dict]:
+    return json.loads(COLAB_GPU_METADATA.read_text(encoding="utf-8"))
+
+
+def test_colab_metadata_is_that_of_the_package_list():
+    """Снимок метаданных обновлён вместе со списком пакетов Colab (те же имена и версии)."""
+    pins = {_normalise(pin.split("==")[0]): pin.split("==")[1] for pin in _colab_gpu_pins()}
+    shot = {_normalise(meta["name"]): meta["version"] for meta in colab_gpu_metadata()}
+    assert shot == pins
+
+
+def fake_colab_gpu_env(where: Path) -> Path:
+    """Окружение, где «установлены» пакеты Colab: только их метаданные (.dist-info).
+
+    Метаданные (зависимости каждой версии) — из снимка :func:`probe_gpu_metadata`. pip
+    считает такие пакеты установленными и строит план установки так же, как в настоящем
+    Colab.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
     site = next(where.glob("lib/python3*/site-packages"))
-    for item in json.loads(done.stdout)["install"]:
-        meta = item["metadata"]
+    for meta in colab_gpu_metadata():
         info = site / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
         info.mkdir()
         lines = ["Metadata-Version: 2.1", f"Name: {meta['name']}", f"Version: {meta['version']}"]
@@ -368,4 +394,8 @@ def probe_sliders() -> dict:
 
 if __name__ == "__main__":
     os.environ.setdefault("MPLBACKEND", "Agg")
-    print(json.dumps(globals()[f"probe_{sys.argv[1]}"](), ensure_ascii=False))
+    found = globals()[f"probe_{sys.argv[1]}"]()
+    if len(sys.argv) > 2:  # в файл данных: по строке на поле, чтобы правки читались в diff
+        Path(sys.argv[2]).write_text(json.dumps(found, ensure_ascii=False, indent=1) + "\n")
+    else:
+        print(json.dumps(found, ensure_ascii=False))
