@@ -66,7 +66,9 @@ sandbox:
 # Кэши — свои у прогона, в .course-work/: крошечная Gemma собирается один раз (до решений, а
 # не наперегонки в четырёх тетрадках), а кэш компиляции JAX общий — крошечная Gemma
 # компилирует одни и те же программы во многих тетрадках, а с кэшем — один раз. Время каждого
-# теста — в .course-work/*-times.xml (их читает make bench).
+# теста — в .course-work/*-times.xml (их читает make bench). Порядок, в котором процессы берут
+# тесты, задаёт tests/conftest.py (сначала оценивание класса, потом большие группы), поэтому
+# xdist свою сортировку не применяет (--no-loadscope-reorder).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
 # Настройки кэша JAX — те же, что у ядер оценивания (feedback/teacher/caches.py); «=», а не
 # «:=»: читаются, когда окружение уже установлено.
@@ -75,7 +77,7 @@ TEST_CACHES = COURSE7_CACHE_DIR=$(CURDIR)/.course-work/cache \
 	$(shell $(BIN)/python -m feedback.teacher.caches)
 
 unit: $(STAMP) browser sandbox
-	$(TEST_CACHES) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup \
+	$(TEST_CACHES) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--junitxml=.course-work/test-times.xml
 
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.

@@ -25,6 +25,8 @@ KERAS_IN_PROCESS = (
     "test_accumulation",
     "test_monitor",
     "test_tiny_gemma",
+    "test_gpu_check",
+    "test_kaggle_access",
 )
 SHARED_FIXTURE_MODULES = {
     "test_student_notebooks": "test_student_notebooks",
@@ -40,19 +42,47 @@ GROUP_FIXTURES = {"test_colab_versions": "colab_python"}
 def pytest_collection_modifyitems(items):
     # tryfirst: метки групп должны появиться раньше, чем xdist допишет группу к имени теста.
     for item in items:
-        module = getattr(item.module, "__name__", "")
-        needed = GROUP_FIXTURES.get(module)
-        if module in SHARED_FIXTURE_MODULES and (
-            needed is None or needed in getattr(item, "fixturenames", ())
-        ):
-            item.add_marker(pytest.mark.xdist_group(SHARED_FIXTURE_MODULES[module]))
-    # Класс оценивается один раз на весь запуск (фикстура graded_class), а его тесты идут в
-    # разные процессы. Первый из них — первым: оценивание начинается сразу. Остальные —
-    # в конце: к ним процессы придут, когда класс уже оценён, а не будут ждать его все сразу.
+        group = _group_of(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+    # Порядок, в котором процессы берут работу (make test отключает свою сортировку xdist,
+    # --no-loadscope-reorder). Класс оценивается один раз на весь запуск (фикстура
+    # graded_class), а его тесты идут в разные процессы. Первый из них — первым: оценивание
+    # — самая долгая цепочка запуска, и оно начинается сразу. Потом группы, от больших к
+    # малым: долгая группа, начатая в конце, задержала бы весь запуск. Остальные тесты
+    # класса — в конце: к ним процессы придут, когда класс уже оценён; первыми из них —
+    # страницы в Chromium (по минуте и больше), чтобы они разошлись по разным процессам, а
+    # не достались в самом конце одному.
     on_class = [item for item in items if "graded_class" in getattr(item, "fixturenames", ())]
-    if on_class:
-        rest = [item for item in items if item not in set(on_class)]
-        items[:] = on_class[:1] + rest + on_class[1:]
+    chosen = set(on_class)
+    groups: dict[str, list] = {}
+    for item in items:
+        if item not in chosen:
+            groups.setdefault(_group_of(item) or "", []).append(item)
+    alone = groups.pop("", [])
+    largest_first = sorted(groups, key=lambda name: -len(groups[name]))
+    grouped = [item for name in largest_first for item in groups[name]]
+    in_browser = [item for item in on_class[1:] if _module(item) in CLASS_PAGES_IN_BROWSER]
+    rest_of_class = [item for item in on_class[1:] if item not in set(in_browser)]
+    items[:] = on_class[:1] + grouped + alone + in_browser + rest_of_class
+
+
+#: Модули, чьи тесты класса открывают его страницы в Chromium: самые долгие после оценивания.
+CLASS_PAGES_IN_BROWSER = ("test_hostile_pages", "test_formgrader")
+
+
+def _module(item) -> str:
+    return getattr(item.module, "__name__", "")
+
+
+def _group_of(item) -> str | None:
+    module = _module(item)
+    needed = GROUP_FIXTURES.get(module)
+    if module in SHARED_FIXTURE_MODULES and (
+        needed is None or needed in getattr(item, "fixturenames", ())
+    ):
+        return SHARED_FIXTURE_MODULES[module]
+    return None
 
 
 @pytest.fixture(autouse=True)
@@ -174,7 +204,7 @@ WARM_LABS = ("lab_7_2_training_flops", "lab_7_4_gpu_memory")
 
 
 @pytest.fixture(scope="session")
-def fresh_work(tmp_path_factory, sandbox):
+def fresh_work(tmp_path_factory):
     """Функция ``fresh_work(папка)``: рабочая папка оценивания, где лабораторные уже в базе.
 
     Первый запуск ``make grade`` в пустой папке регистрирует все шесть лабораторных
@@ -183,6 +213,7 @@ def fresh_work(tmp_path_factory, sandbox):
     заготовки: её один раз на весь запуск готовит сам ``make grade`` (:func:`prepare`
     и :func:`warm_up`), поэтому следующий ``make grade`` идёт в копии, как второй запуск
     преподавателя. Первый запуск в пустой папке проходит класс (фикстура ``graded_class``).
+    Эталоны курса — не код учащихся: без bubblewrap заготовка прогревается и без песочницы.
     """
     from feedback.teacher import grade
     from feedback.teacher.settings import Settings
@@ -194,6 +225,8 @@ def fresh_work(tmp_path_factory, sandbox):
         if not (template / ".ready").exists():
             shutil.rmtree(template, ignore_errors=True)
             settings = replace(Settings.from_env(), work=template)
+            if shutil.which("bwrap") is None:
+                settings = replace(settings, sandbox="none")
             run = grade.prepare(settings, jobs=2)
             grade.warm_up(run, set(WARM_LABS), settings.cache)
             (template / ".grading-secret").unlink()  # у каждой копии будет свой

@@ -256,8 +256,8 @@ def test_teacher_budgets_come_from_the_environment():
     assert Settings.from_env({}).limits_for(new_notebook()).call_seconds == 10
 
 
-def test_setup_errors_exit_with_code_2(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
+def test_setup_errors_exit_with_code_2(tmp_path, monkeypatch, fresh_work):
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(fresh_work(tmp_path / "work")))
     assert grading.main([str(tmp_path / "нет такой папки")]) == 2
     monkeypatch.setattr("feedback.teacher.sandbox.shutil.which", lambda name: None)
     monkeypatch.setattr("feedback.teacher.sandbox.sys.platform", "linux")

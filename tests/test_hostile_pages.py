@@ -70,7 +70,13 @@ def test_no_report_runs_anything_from_a_work(graded_class):
     assert found == {}
 
 
-def test_no_formgrader_page_runs_anything_from_a_work(graded_class, tmp_path_factory):
+#: Страницы formgrader открываются в нескольких тестах (каждый — своя доля работ): к концу
+#: запуска, когда класс оценён, они идут в разные процессы, а не друг за другом.
+PARTS = 2
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_no_formgrader_page_runs_anything_from_a_work(graded_class, tmp_path_factory, part):
     chromium = chromium_or_skip("formgrader в браузере")
     from test_formgrader import submissions
 
@@ -81,7 +87,7 @@ def test_no_formgrader_page_runs_anything_from_a_work(graded_class, tmp_path_fac
         assert len(listed) > 50
         found = {}
         with server_page(server, chromium, timeout_ms=120_000) as page:
-            for item in listed:
+            for item in listed[part::PARTS]:
                 # Ссылка из списка работ formgrader; сервер переадресует на адрес с «/» в конце.
                 url = f"{server.url}/formgrader/submissions/{item['id']}"
                 seen = _inspect(page, url, "#notebook")

@@ -91,24 +91,31 @@ def test_the_class_is_graded_first_and_its_other_tests_run_last():
 
     items = [_Item(name, name.startswith("class")) for name in
              ("a", "class_1", "b", "class_2", "c", "class_3")]  # fmt: skip
+    items.append(_Item("class_pages", True, module="test_hostile_pages"))
     pytest_collection_modifyitems(items)
-    assert [item.name for item in items] == ["class_1", "a", "b", "c", "class_2", "class_3"]
+    # Страницы класса в Chromium — первыми среди остальных тестов класса: они самые долгие.
+    order = ["class_1", "a", "b", "c", "class_pages", "class_2", "class_3"]
+    assert [item.name for item in items] == order
 
 
 def test_keras_modules_share_one_group_and_colab_tests_without_its_venv_go_anywhere():
+    """Один процесс на keras в процессе тестов; группы — до одиночных тестов, большие — раньше."""
     sys.path.insert(0, str(TESTS))
     from conftest import pytest_collection_modifyitems
 
     items = [
+        _Item("colab_plan", module="test_colab_versions", fixtures=("tmp_path",)),
+        _Item("colab_venv", module="test_colab_versions", fixtures=("colab_python",)),
         _Item("generation", module="test_generation"),
+        _Item("other", module="test_flops"),
         _Item("precision", module="test_precision"),
         _Item("monitor", module="test_monitor"),
-        _Item("colab_venv", module="test_colab_versions", fixtures=("colab_python",)),
-        _Item("colab_plan", module="test_colab_versions", fixtures=("tmp_path",)),
-        _Item("other", module="test_flops"),
     ]
     pytest_collection_modifyitems(items)
     groups = {item.name: item.groups for item in items}
     assert groups["generation"] == groups["precision"] == groups["monitor"] == ["keras_in_process"]
     assert groups["colab_venv"] == ["test_colab_versions"]
     assert groups["colab_plan"] == groups["other"] == []
+    # Группы — первыми, от больших к малым (make test не даёт xdist пересортировать их).
+    order = [item.name for item in items]
+    assert order == ["generation", "precision", "monitor", "colab_venv", "colab_plan", "other"]

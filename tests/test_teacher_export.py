@@ -12,7 +12,6 @@ import copy
 import csv
 import io
 import json
-import shutil
 import time
 import zipfile
 from dataclasses import replace
@@ -44,26 +43,6 @@ ROSTER = (
 )
 
 
-def register(work: Path) -> None:
-    """Лабораторные в базе, как после generate_assignment: задания, ячейки с баллами."""
-    with gradebook._open(work) as gb:
-        for lab, nb in RELEASES.items():
-            gb.update_or_create_assignment(lab)
-            gb.update_or_create_notebook(lab, lab)
-            for cell in nb["cells"]:
-                grading_ = cell["metadata"].get("nbgrader", {})
-                if grading_.get("grade"):
-                    gb.update_or_create_grade_cell(
-                        grading_["grade_id"],
-                        lab,
-                        lab,
-                        max_score=grading_["points"],
-                        cell_type=cell["cell_type"],
-                    )
-                if grading_.get("solution"):
-                    gb.update_or_create_solution_cell(grading_["grade_id"], lab, lab)
-
-
 def result(student: str, lab: str, scores=None, answers=()) -> UnitResult:
     """Результат единицы: проверки — полные баллы (или ``scores``), ответы — в ``answers``."""
     nb = copy.deepcopy(RELEASES[lab])
@@ -88,21 +67,11 @@ def set_manual(work: Path, student: str, lab: str, grade_id: str, score: float) 
         gb.db.commit()
 
 
-@pytest.fixture(scope="module")
-def registered(tmp_path_factory) -> Path:
-    """База с лабораторными — одна на модуль: новую базу nbgrader создаёт секунды (alembic)."""
-    folder = tmp_path_factory.mktemp("registered")
-    register(folder)
-    return folder / "gradebook.db"
-
-
 @pytest.fixture
-def work(tmp_path, monkeypatch, registered):
+def work(tmp_path, monkeypatch, fresh_work):
     """Класс: Иванов сдал 7.2 (ответ ждёт проверки) и 7.4, Петрова — 7.2, Алексеев — ничего."""
-    work = tmp_path / "work"
-    work.mkdir()
+    work = fresh_work(tmp_path / "work")
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
-    shutil.copyfile(registered, work / "gradebook.db")
     (work / roster.ROSTER).write_text(ROSTER, encoding="utf-8")
     people = roster.load_roster(work / roster.ROSTER)
     gradebook.import_students(work, [p.fields for p in people.people.values()])
