@@ -209,7 +209,7 @@ def test_drawn_cases_are_recorded_and_differ_between_students(graded_class):
     assert json.loads(cases["h72_correct"])["cases"][0] == [1e9, 30e3]  # открытые — первыми
 
 
-def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch, fresh_work):
+def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch, sandbox, fresh_work):
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(
@@ -402,7 +402,9 @@ def assert_same_grading(one: dict[str, bytes], other: dict[str, bytes]) -> None:
             assert verdicts(one[name]) == verdicts(other[name]), name
 
 
-def test_jobs_and_dask_do_not_change_scores_reports_or_tables(tmp_path, monkeypatch, fresh_work):
+def test_jobs_and_dask_do_not_change_scores_reports_or_tables(
+    tmp_path, monkeypatch, sandbox, fresh_work
+):
     from distributed import LocalCluster
 
     folder = tmp_path / "class"
