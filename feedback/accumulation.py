@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from typing import Any
 
@@ -30,6 +29,7 @@ from feedback.engine.calling import LearnerProblem
 from feedback.engine.graded import GradedCheck, graded_check
 from feedback.engine.result import CheckResult
 from feedback.formatting import format_plain, format_scientific, format_significant
+from feedback.settings import default_keras_backend
 
 SEED = 812
 
@@ -198,8 +198,7 @@ TOKEN_WEIGHTS_NOTE = (
 
 
 def _import_keras() -> Any:
-    if "keras" not in sys.modules:
-        os.environ.setdefault("KERAS_BACKEND", "jax")
+    default_keras_backend()
     import keras
 
     return keras

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,6 +60,35 @@ def test_only_the_registry_spells_the_names():
             if isinstance(node, ast.Constant) and node.value in VARIABLES:
                 spelled.setdefault(node.value, []).append(str(path.relative_to(ROOT)))
     assert not spelled, f"имена переменных строкой вне feedback/settings.py: {spelled}"
+
+
+def test_keras_backend_default_is_set_in_one_place():
+    """«Keras на JAX по умолчанию» — одна функция (settings.default_keras_backend), без копий."""
+    copies = []
+    for path in sorted((ROOT / "feedback").rglob("*.py")):
+        if path == ROOT / "feedback" / "settings.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "setdefault"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == "KERAS_BACKEND"
+            ):
+                copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert copies == [], f"свой выбор бэкенда вместо default_keras_backend: {copies}"
+
+
+def test_keras_backend_default_respects_a_chosen_backend():
+    env = {}
+    settings.default_keras_backend(env)
+    chosen = {"KERAS_BACKEND": "tensorflow"}
+    settings.default_keras_backend(chosen)
+    # keras уже импортирован (другими тестами процесса) — тогда выбор не трогается вовсе.
+    assert chosen == {"KERAS_BACKEND": "tensorflow"}
+    assert env == ({} if "keras" in sys.modules else {"KERAS_BACKEND": "jax"})
 
 
 def test_every_variable_says_what_it_means():
