@@ -81,11 +81,13 @@ unit: $(STAMP) browser sandbox
 		--junitxml=.course-work/test-times.xml
 
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.
+# Плагин tests/nbval_kernels.py запускает заново ядро, которому достался занятый порт (процессы
+# nbval стартуют ядра в одну секунду), и показывает stderr ядра, если оно упало по другой причине.
 # GPU-лабораторные идут в крошечном режиме (COURSE7_TINY=1): без видеокарты и без интернета.
 nbval: $(STAMP)
 	$(TEST_CACHES) $(BIN)/python -c "from feedback.gpu.tiny_gemma import tiny_preset_path as p; p()"
-	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg $(TEST_CACHES) $(BIN)/python -m pytest \
-		-p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --nbval-lax --nbval-current-env \
+	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg PYTHONPATH=tests $(TEST_CACHES) $(BIN)/python -m pytest \
+		-p no:cacheprovider -p nbval_kernels -n $(TEST_WORKERS) --dist loadfile --nbval-lax --nbval-current-env \
 		--junitxml=.course-work/nbval-times.xml solutions/
 
 notebooks: $(STAMP)
