@@ -223,6 +223,14 @@ SANDBOX = Variable(
     "none — без песочницы (только для своих тетрадок)",
     where=GRADING,
 )
+WARM_KERNELS = Variable(
+    "COURSE7_WARM_KERNELS",
+    "flag",
+    "1",
+    "ядра работ — копии прогретой заготовки, которая один раз за запуск импортировала "
+    "keras, TensorFlow и IPython (0 — каждое ядро с нуля, как без заготовок: дольше, баллы те же)",
+    where=GRADING,
+)
 UNITS_DIR = Variable(
     "COURSE7_UNITS_DIR",
     "path",
@@ -310,6 +318,7 @@ VARIABLES: dict[str, Variable] = {
         CALL_TIMEOUT,
         MEMORY_LIMIT,
         SANDBOX,
+        WARM_KERNELS,
         UNITS_DIR,
         GRADING_CACHE,
         JOBS,

@@ -65,6 +65,17 @@ def test_a_hanging_function_costs_the_teachers_call_budget_not_more(graded_class
     assert float(seconds[("h72_correct", LAB2)]) > 0
 
 
+def test_every_executed_work_got_its_kernel_from_a_template(graded_class):
+    """Под bubblewrap ядра класса — копии заготовок (feedback.teacher.warm), ни одно — с нуля."""
+    kernels = {
+        (r["student_id"], r["lab"]): r["kernel"]
+        for r in read_csv(graded_class.work / "timings.csv")
+        if r["execution_seconds"]
+    }
+    assert len(kernels) > 60
+    assert {key for key, kernel in kernels.items() if kernel != "template"} == set()
+
+
 def test_unreadable_works_get_a_row_of_zeros_not_a_gap(graded_class):
     rows = {
         (r["student_id"], r["assignment"]): r for r in read_csv(graded_class.work / "grades.csv")

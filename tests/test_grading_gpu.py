@@ -29,3 +29,38 @@ def test_gpu_labs_ran_in_tiny_mode_without_a_gpu(graded_class):
     html = report(graded_class, works(graded_class)["g75_correct"])
     assert "крошечная модель" in html or "Учебный режим" in html
     assert {w.lab for w in graded_class.works} >= {LAB5, LAB6}
+
+
+#: Помощник, который ломает keras, keras-hub и модель для всех, если бы ядра делили память.
+BREAKS_KERAS = """import keras, keras_hub
+keras.optimizers.AdamW = None
+keras_hub.models.Gemma3CausalLM.from_preset = None
+model.backbone.enable_lora = None
+keras.config.set_floatx("float16")
+"""
+
+
+def test_what_one_work_patches_in_keras_stays_in_that_work(tmp_path, sandbox, fresh_work):
+    """Две работы 7.5 одной заготовки ядер по очереди: порча keras первой — не у второй.
+
+    Работы оцениваются по одной в порядке имён папок: первая портит keras, keras-hub и модель.
+    """
+    from dataclasses import replace
+
+    from corpus import with_cell
+
+    from feedback.teacher import grade
+    from feedback.teacher.settings import Settings
+
+    from submissions import read_csv, submission, write_submission
+
+    folder = tmp_path / "submitted"
+    patcher = with_cell(submission(LAB5), BREAKS_KERAS, before="enable_lora")
+    write_submission(folder, "a_breaks_keras", LAB5, patcher)
+    write_submission(folder, "b_honest", LAB5, submission(LAB5))
+    settings = replace(Settings.from_env(), work=fresh_work(tmp_path / "work"))
+    grade.grade(folder, jobs=1, settings=settings)
+    scores = {r["student_id"]: float(r["score"]) for r in read_csv(settings.work / "grades.csv")}
+    assert scores["b_honest"] == 8 and scores["a_breaks_keras"] < 8
+    kernels = {r["student_id"]: r["kernel"] for r in read_csv(settings.work / "timings.csv")}
+    assert kernels == {"a_breaks_keras": "template", "b_honest": "template"}

@@ -369,9 +369,9 @@ def test_tables_keep_rows_of_earlier_labs(tmp_path, monkeypatch):
         ["petrova", LAB4, "c.ipynb", "пустой файл"],
     ]
     assert rows_of(tmp_path / "timings.csv")[1:] == [  # без замеров выполнения и памяти
-        ["ivanov", LAB2, "1.0", "", ""],
-        ["petrova", LAB2, "3.0", "", ""],
-        ["petrova", LAB4, "4.0", "", ""],
+        ["ivanov", LAB2, "1.0", "", "", ""],
+        ["petrova", LAB2, "3.0", "", "", ""],
+        ["petrova", LAB4, "4.0", "", "", ""],
     ]
 
 

@@ -12,6 +12,7 @@ import pytest
 from feedback.teacher import sandbox
 from feedback.teacher.execute import execute
 from feedback.teacher.sandbox import Limits, SandboxUnavailable, parse_size, sandbox_mode
+from feedback.teacher.warm import kernel_templates
 
 from notebook_runner import ROOT
 
@@ -23,9 +24,44 @@ needs_bwrap = pytest.mark.skipif(
 FAST = Limits(notebook_seconds=60, cell_seconds=20, memory_bytes=400 * 1024**2)
 
 
-def run(tmp_path, *sources, mode="bwrap", limits=FAST):
+#: Как запускается ядро: с нуля в песочнице, копией прогретой заготовки в песочнице
+#: (feedback.teacher.warm) и без песочницы. Всё, что песочница обещает, проверяется для обоих
+#: способов запуска в ней.
+MODES = [
+    pytest.param("bwrap", marks=needs_bwrap),
+    pytest.param("template", marks=needs_bwrap),
+    "none",
+]
+IN_SANDBOX = [pytest.param("bwrap", marks=needs_bwrap), pytest.param("template", marks=needs_bwrap)]
+
+
+@pytest.fixture(scope="module")
+def cpu_template():
+    """Заготовка ядер CPU-лабораторных на весь модуль, как её запускает make grade."""
+    with kernel_templates(["cpu"], sandbox.template_env) as sockets:
+        yield sockets["cpu"]
+
+
+@pytest.fixture
+def start(request):
+    """Способ запуска теста (его параметр — из :data:`MODES`): аргументы :func:`execute`."""
+    mode = request.param
+    if mode == "template":
+        return {"mode": "bwrap", "template": request.getfixturevalue("cpu_template")}
+    return {"mode": mode}
+
+
+def execute_as(start, nb, unit, limits, **kwargs):
+    """:func:`execute` способом ``start``; ядро из заготовки должно быть именно из неё."""
+    execution = execute(nb, unit, start["mode"], limits, template=start.get("template"), **kwargs)
+    if start.get("template"):
+        assert execution.warm, execution.details
+    return execution
+
+
+def run(tmp_path, *sources, start=None, limits=FAST):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    return execute(nb, tmp_path / "unit", mode, limits)
+    return execute_as(start or {"mode": "bwrap"}, nb, tmp_path / "unit", limits)
 
 
 def text(execution, index):
@@ -50,8 +86,10 @@ def test_mode_is_explicit_about_missing_bubblewrap(monkeypatch):
         sandbox_mode({}, platform="linux")
 
 
-@needs_bwrap
-def test_the_kernel_sees_only_the_system_python_and_the_course_package(tmp_path, monkeypatch):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_the_kernel_sees_only_the_system_python_and_the_course_package(
+    tmp_path, monkeypatch, start
+):
     monkeypatch.setenv("KAGGLE_KEY", "секрет преподавателя")
     secret = ROOT / "solutions"
     (tmp_path / "teacher.txt").write_text("оценки")
@@ -63,6 +101,7 @@ def test_the_kernel_sees_only_the_system_python_and_the_course_package(tmp_path,
         "open(feedback.__file__, 'a')",
         f"print(sorted(os.listdir({str(ROOT)!r})))",
         "print(sorted(os.listdir(os.path.expanduser('~'))))",
+        start=start,
     )
     assert "KAGGLE_KEY" not in text(execution, 0)
     assert text(execution, 1).startswith("False ['unit']")
@@ -73,8 +112,8 @@ def test_the_kernel_sees_only_the_system_python_and_the_course_package(tmp_path,
     assert text(execution, 5).startswith("['.ipython']")  # своя домашняя папка ядра
 
 
-@needs_bwrap
-def test_extra_folders_are_visible_read_only_even_under_tmp(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_extra_folders_are_visible_read_only_even_under_tmp(tmp_path, start):
     shared = tmp_path / "cache"  # tmp_path лежит в /tmp, который в песочнице свой
     shared.mkdir()
     (shared / "model.txt").write_text("веса")
@@ -84,14 +123,14 @@ def test_extra_folders_are_visible_read_only_even_under_tmp(tmp_path):
             nbformat.v4.new_code_cell(f"open({str(shared / 'new.txt')!r}, 'w')"),
         ]
     )
-    execution = execute(nb, tmp_path / "unit", "bwrap", FAST, readonly=[str(shared)])
+    execution = execute_as(start, nb, tmp_path / "unit", FAST, readonly=[str(shared)])
     assert "веса" in text(execution, 0)
     assert "Read-only file system" in text(execution, 1)
     assert not (shared / "new.txt").exists()
 
 
-@needs_bwrap
-def test_no_network(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_no_network(tmp_path, start):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -100,26 +139,28 @@ def test_no_network(tmp_path):
         tmp_path,
         f"import socket\ns = socket.socket()\ntry:\n    s.connect(('127.0.0.1', {port}))\n"
         "    print('connected')\nexcept OSError as e:\n    print('refused', e)",
+        start=start,
     )
     server.close()
     assert "refused" in text(execution, 0)
 
 
-@needs_bwrap
-def test_nothing_outlives_the_kernel(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_nothing_outlives_the_kernel(tmp_path, start):
     marker = tmp_path / "unit" / "home" / "late.txt"
     execution = run(
         tmp_path,
         "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 3; echo late > late.txt'],"
         " start_new_session=True)\nprint('started')",
+        start=start,
     )
     assert "started" in text(execution, 0)
     time.sleep(4)
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("mode", [pytest.param("bwrap", marks=needs_bwrap), "none"])
-def test_the_kernel_is_stopped_at_once_not_polled(tmp_path, monkeypatch, mode):
+@pytest.mark.parametrize("start", MODES, indirect=True)
+def test_the_kernel_is_stopped_at_once_not_polled(tmp_path, monkeypatch, start):
     """jupyter_client проверяет убитое ядро раз в 0,1 с — лишняя десятая секунды на работу."""
     from feedback.teacher import execute as execute_module
 
@@ -139,7 +180,7 @@ def test_the_kernel_is_stopped_at_once_not_polled(tmp_path, monkeypatch, mode):
 
     monkeypatch.setattr(asyncio, "sleep", recording_sleep)
     monkeypatch.setattr(execute_module, "_shutdown", watched_shutdown)
-    execution = run(tmp_path, "print('ok')", mode=mode)
+    execution = run(tmp_path, "print('ok')", start=start)
     assert "ok" in text(execution, 0)
     [(km, process)] = kernels
     assert process.returncode is not None  # процесс ядра завершён и собран
@@ -147,15 +188,13 @@ def test_the_kernel_is_stopped_at_once_not_polled(tmp_path, monkeypatch, mode):
     assert slept == []
 
 
-@pytest.mark.parametrize("mode", ["bwrap", "none"])
-def test_memory_budget_stops_the_notebook(tmp_path, mode):
-    if mode == "bwrap" and not BWRAP:
-        pytest.skip("нет bubblewrap")
+@pytest.mark.parametrize("start", MODES, indirect=True)
+def test_memory_budget_stops_the_notebook(tmp_path, start):
     execution = run(
         tmp_path,
         "import numpy as np\nblocks = [np.ones(50 * 1024**2 // 8) for _ in range(40)]",
         "print('after')",
-        mode=mode,
+        start=start,
     )
     assert execution.stopped and "памяти" in execution.stopped
     assert execution.status[1] == "not-run"
@@ -167,46 +206,46 @@ IGNORES_INTERRUPTS = (
 )
 
 
-@needs_bwrap
-def test_a_loop_that_ignores_interrupts_is_killed(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_a_loop_that_ignores_interrupts_is_killed(tmp_path, start):
     limits = Limits(notebook_seconds=60, cell_seconds=2, memory_bytes=400 * 1024**2)
     started = time.monotonic()
-    execution = run(tmp_path, IGNORES_INTERRUPTS, "print('after')", limits=limits)
+    execution = run(tmp_path, IGNORES_INTERRUPTS, "print('after')", limits=limits, start=start)
     assert "прерывание" in execution.stopped
     assert time.monotonic() - started < 30
 
 
-@needs_bwrap
-def test_a_cell_cut_by_the_notebook_budget_names_the_budget(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_a_cell_cut_by_the_notebook_budget_names_the_budget(tmp_path, start):
     """Ячейку оборвал остаток бюджета тетрадки: причина — бюджет, даже если ядро не ответило."""
     limits = Limits(notebook_seconds=3, cell_seconds=60, memory_bytes=400 * 1024**2)
-    execution = run(tmp_path, IGNORES_INTERRUPTS, "print('after')", limits=limits)
+    execution = run(tmp_path, IGNORES_INTERRUPTS, "print('after')", limits=limits, start=start)
     assert "бюджет времени" in execution.stopped and execution.status[1] == "not-run"
 
 
-@needs_bwrap
-def test_an_ordinary_hang_is_interrupted_and_the_rest_runs(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_an_ordinary_hang_is_interrupted_and_the_rest_runs(tmp_path, start):
     limits = Limits(notebook_seconds=60, cell_seconds=2, memory_bytes=400 * 1024**2)
-    execution = run(tmp_path, "while True:\n    pass", "print('after')", limits=limits)
+    execution = run(tmp_path, "while True:\n    pass", "print('after')", limits=limits, start=start)
     assert execution.status[0] == "timeout" and "after" in text(execution, 1)
 
 
-@needs_bwrap
-def test_the_notebook_budget_covers_all_cells(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_the_notebook_budget_covers_all_cells(tmp_path, start):
     limits = Limits(notebook_seconds=6, cell_seconds=20, memory_bytes=400 * 1024**2)
-    execution = run(tmp_path, *["import time; time.sleep(2)"] * 6, limits=limits)
+    execution = run(tmp_path, *["import time; time.sleep(2)"] * 6, limits=limits, start=start)
     assert "бюджет времени" in execution.stopped and execution.seconds < 20
 
 
-@needs_bwrap
-def test_os_exit_stops_the_notebook_with_a_reason(tmp_path):
-    execution = run(tmp_path, "import os; os._exit(0)", "print('after')")
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_os_exit_stops_the_notebook_with_a_reason(tmp_path, start):
+    execution = run(tmp_path, "import os; os._exit(0)", "print('after')", start=start)
     assert "ядро завершилось" in execution.stopped and execution.status[1] == "not-run"
 
 
-@needs_bwrap
-def test_huge_output_is_truncated_and_a_flood_stops_the_run(tmp_path):
-    execution = run(tmp_path, "print('я' * 5_000_000)", "print('after')")
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_huge_output_is_truncated_and_a_flood_stops_the_run(tmp_path, start):
+    execution = run(tmp_path, "print('я' * 5_000_000)", "print('after')", start=start)
     assert len(text(execution, 0)) < 3 * 1024**2 and "обрезан" in text(execution, 0)
     assert "after" in text(execution, 1)
     limits = Limits(notebook_seconds=60, cell_seconds=20, memory_bytes=2 * 1024**3)
@@ -215,26 +254,28 @@ def test_huge_output_is_truncated_and_a_flood_stops_the_run(tmp_path):
         "for _ in range(500):\n    print('x' * 1_000_000)",
         "print('after')",
         limits=limits,
+        start=start,
     )
     assert "слишком много" in flood.stopped
 
 
-@needs_bwrap
-def test_writing_big_files_is_stopped(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_writing_big_files_is_stopped(tmp_path, start):
     execution = run(
         tmp_path,
         "for i in range(100):\n    open(f'f{i}', 'wb').write(b'0' * 10 * 1024**2)",
         "print('after')",
+        start=start,
     )
     assert execution.stopped or "File too large" in text(execution, 0)
 
 
-@needs_bwrap
-def test_the_kernel_runs_on_the_cpus_it_was_given(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_the_kernel_runs_on_the_cpus_it_was_given(tmp_path, start):
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell("import os; print(sorted(os.sched_getaffinity(0)))")]
     )
-    execution = execute(nb, tmp_path / "unit", "bwrap", FAST, cpus=[0])
+    execution = execute_as(start, nb, tmp_path / "unit", FAST, cpus=[0])
     assert text(execution, 0).startswith("[0]")
 
 
@@ -256,15 +297,17 @@ print('\\n'.join(found))
 """
 
 
-@pytest.mark.parametrize("mode", [pytest.param("bwrap", marks=needs_bwrap), "none"])
-def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monkeypatch, mode):
+@pytest.mark.parametrize("start", MODES, indirect=True)
+def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monkeypatch, start):
     """Ни /proc/*/environ, ни /proc/*/cmdline, ни дескрипторы не выдают переменных преподавателя.
 
     Процесс 1 песочницы — сам bwrap: раньше у него оставалось всё окружение преподавателя.
     """
     monkeypatch.setenv("COURSE7_TEACHER_SECRET", "MARKER-секрет-преподавателя")
     monkeypatch.setenv("KAGGLE_KEY", "MARKER-kaggle")
-    execution = run(tmp_path, PROCESS_TRACES, "import os; print(os.getcwd(), oct(os.umask(0)))")
+    execution = run(
+        tmp_path, PROCESS_TRACES, "import os; print(os.getcwd(), oct(os.umask(0)))", start=start
+    )
     seen = text(execution, 0)
     count, leaked = seen.split("\n")[0].split()
     assert int(count) >= 3 and leaked == "False", seen
@@ -275,8 +318,8 @@ def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monk
     assert cwd == str(tmp_path / "unit" / "home") and umask == "0o77"
 
 
-@needs_bwrap
-def test_the_sandbox_has_no_reference_answers_and_no_grading_code(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_the_sandbox_has_no_reference_answers_and_no_grading_code(tmp_path, start):
     """Эталоны (feedback.answers) и программа оценивания в песочнице — пустые папки."""
     answers, teacher = ROOT / "feedback" / "answers", ROOT / "feedback" / "teacher"
     assert (answers / "flops.py").is_file() and (teacher / "score.py").is_file()
@@ -290,6 +333,7 @@ def test_the_sandbox_has_no_reference_answers_and_no_grading_code(tmp_path):
         "    print(type(error).__name__)",
         "print(find('flops.check_compute_num_flops').observe(lambda p, n: 6 * p * n))",
         f"open({str(answers / 'flops.py')!r}, 'w')",
+        start=start,
     )
     assert text(execution, 0).startswith("[] []")
     assert text(execution, 1).split()[0] in ("ImportError", "AttributeError")
@@ -298,8 +342,8 @@ def test_the_sandbox_has_no_reference_answers_and_no_grading_code(tmp_path):
     assert "Read-only file system" in text(execution, 4)
 
 
-@needs_bwrap
-def test_every_check_observes_in_the_sandbox_but_none_can_be_judged_there(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_every_check_observes_in_the_sandbox_but_none_can_be_judged_there(tmp_path, start):
     """Все проверки курса: наблюдение снимается, а вердикт без эталонов — только отказ.
 
     Ответы в сценарии верные: без песочницы, с эталонами, они проходят
@@ -309,14 +353,14 @@ def test_every_check_observes_in_the_sandbox_but_none_can_be_judged_there(tmp_pa
     """
     from test_graded import VERDICTS_SCRIPT, assert_no_verdict_without_answers, verdicts
 
-    execution = run(tmp_path, VERDICTS_SCRIPT)
+    execution = run(tmp_path, VERDICTS_SCRIPT, start=start)
     assert "VERDICTS " in text(execution, 0), text(execution, 0)[-3000:]
     assert_no_verdict_without_answers(verdicts(text(execution, 0)))
 
 
-@needs_bwrap
 @pytest.mark.parametrize("where", ["home", "/tmp", "/dev/shm"])
-def test_many_empty_files_are_stopped_anywhere_in_the_sandbox(tmp_path, where):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_many_empty_files_are_stopped_anywhere_in_the_sandbox(tmp_path, where, start):
     """Пустые файлы не занимают места, но занимают память ядра ОС: их число тоже в бюджете."""
     limits = Limits(notebook_seconds=60, cell_seconds=30, memory_bytes=400 * 1024**2, files=2000)
     folder = "." if where == "home" else where
@@ -325,6 +369,7 @@ def test_many_empty_files_are_stopped_anywhere_in_the_sandbox(tmp_path, where):
         f"import os\nfor i in range(100_000):\n    open(os.path.join({folder!r}, f'e{{i}}'), 'w')",
         "print('after')",
         limits=limits,
+        start=start,
     )
     assert execution.stopped and "файлов и папок" in execution.stopped
 
@@ -345,12 +390,12 @@ GUARDED_CELLS = [
 ]
 
 
-@pytest.mark.parametrize("mode", [pytest.param("bwrap", marks=needs_bwrap), "none"])
-def test_the_guard_records_what_learner_cells_do_and_refuses_a_shadow_package(tmp_path, mode):
+@pytest.mark.parametrize("start", MODES, indirect=True)
+def test_the_guard_records_what_learner_cells_do_and_refuses_a_shadow_package(tmp_path, start):
     """Запись ядра (feedback.kernel_guard): события ячеек с файлом и строкой; подлог — отказ."""
     from feedback.teacher.unit import cell_file_name
 
-    execution = run(tmp_path, *GUARDED_CELLS, mode=mode)
+    execution = run(tmp_path, *GUARDED_CELLS, start=start)
     assert "отказано подкладывает свой пакет курса" in text(execution, 2)
     assert text(execution, 3).startswith(f"True False {ROOT / 'feedback' / '__init__.py'}")
     assert "P(a=1, b=2)" in text(execution, 4)
@@ -369,8 +414,8 @@ def test_the_guard_records_what_learner_cells_do_and_refuses_a_shadow_package(tm
     assert execution.record[0] == {"event": "course7.start"}  # ftruncate записи не стёр
 
 
-@needs_bwrap
-def test_folders_mounted_into_the_sandbox_tmp_do_not_count_against_its_budget(tmp_path):
+@pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
+def test_folders_mounted_into_the_sandbox_tmp_do_not_count_against_its_budget(tmp_path, start):
     """Окружение или кэш под /tmp (так бывает в CI) смонтированы в /tmp песочницы: не в счёт."""
     shared = tmp_path / "venv-like"  # tmp_path лежит в /tmp
     shared.mkdir()
@@ -380,5 +425,60 @@ def test_folders_mounted_into_the_sandbox_tmp_do_not_count_against_its_budget(tm
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)\nprint('ok')")]
     )
-    execution = execute(nb, tmp_path / "unit", "bwrap", limits, readonly=[str(shared)])
+    execution = execute_as(start, nb, tmp_path / "unit", limits, readonly=[str(shared)])
     assert execution.stopped is None and "ok" in text(execution, 0)
+
+
+TEMPLATE_CHILD = """import os, subprocess, sys
+print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))
+print([line.split()[1] for line in open('/proc/self/status') if line.startswith('Cap')])
+print(subprocess.run(['unshare', '-U', 'true'], capture_output=True).returncode != 0)
+hidden = ('feedback.answers', 'feedback.teacher')
+print(sorted(name for name in sys.modules if name.startswith(hidden)))
+"""
+
+
+@needs_bwrap
+def test_a_kernel_from_the_template_has_no_privileges_and_sees_only_its_sandbox(
+    tmp_path, cpu_template
+):
+    """Копия заготовки — только в песочнице: ни заготовки, ни прав, ни новых пространств имён."""
+    start = {"mode": "bwrap", "template": cpu_template}
+    execution = run(
+        tmp_path, TEMPLATE_CHILD, f"import os; print(os.path.exists({cpu_template!r}))", start=start
+    )
+    pids, caps, no_userns, modules = text(execution, 0).splitlines()[:4]
+    assert max(eval(pids)) < 20  # своё пространство процессов: bwrap, sleep, ядро и его дети
+    assert set(eval(caps)) == {"0000000000000000"}
+    assert no_userns == "True" and modules == "[]"
+    assert text(execution, 1).startswith("False")
+
+
+@needs_bwrap
+def test_what_one_work_changes_in_a_template_kernel_does_not_reach_the_next(tmp_path, cpu_template):
+    start = {"mode": "bwrap", "template": cpu_template}
+    first = run(
+        tmp_path / "a",
+        "import pandas, random\npandas.DataFrame.__init__ = None\n"
+        "open('/tmp/note', 'w').write('от первой работы')\nprint(random.random())",
+        start=start,
+    )
+    second = run(
+        tmp_path / "b",
+        "import os, pandas, random\nprint(pandas.DataFrame.__init__ is not None,"
+        " os.path.exists('/tmp/note'), random.random())",
+        start=start,
+    )
+    assert first.warm and second.warm
+    same_init, note, number = text(second, 0).split()[:3]
+    assert same_init == "True" and note == "False"
+    assert number != text(first, 0).split()[0]  # своё зерно, как у нового процесса
+
+
+def test_a_missing_template_falls_back_to_a_fresh_kernel(tmp_path):
+    if not BWRAP:
+        pytest.skip("нет bubblewrap")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('ok')")])
+    execution = execute(nb, tmp_path / "unit", "bwrap", FAST, template=str(tmp_path / "нет"))
+    assert "ok" in text(execution, 0) and not execution.warm
+    assert "без заготовки" in " ".join(execution.details)

@@ -25,7 +25,14 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from feedback.teacher.sandbox import Limits, Watchdog, kernel_manager, read_record
+from feedback.teacher.sandbox import (
+    Limits,
+    WarmProvisioner,
+    Watchdog,
+    kernel_manager,
+    read_record,
+    watched_pids,
+)
 
 #: Запас сверх лимита ячейки, за который ядро должно ответить на прерывание.
 INTERRUPT_GRACE = 10.0
@@ -46,6 +53,8 @@ class Execution:
     details: list[str] = field(default_factory=list)
     #: события из записи ядра (feedback.kernel_guard): что код учащегося делал при выполнении
     record: list[dict[str, Any]] = field(default_factory=list)
+    #: ядро — копия прогретой заготовки (feedback.teacher.warm), а не запущено с нуля
+    warm: bool = False
 
 
 def _output_size(output: Any) -> int:
@@ -161,11 +170,15 @@ async def _run(
     readonly: list[str],
     writable: list[str],
     cpus: list[int],
+    template: str | None,
 ) -> Execution:
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     status = ["skipped" if cell.cell_type != "code" else "not-run" for cell in nb.cells]
-    km = kernel_manager(unit_dir, mode, limits, extra_env, readonly, writable, cpus)
+    startup = int(max(30, min(120, limits.notebook_seconds)))
+    km = kernel_manager(
+        unit_dir, mode, limits, extra_env, readonly, writable, cpus, template, startup
+    )
     km.client_factory = PromptKernelClient
     client = BudgetedClient(
         nb,
@@ -174,7 +187,7 @@ async def _run(
         timeout=int(limits.cell_seconds),
         allow_errors=True,
         interrupt_on_timeout=True,
-        startup_timeout=int(max(30, min(120, limits.notebook_seconds))),
+        startup_timeout=startup,
         iopub_timeout=15,  # вывод ячейки после её ответа: на занятой машине он запаздывает
         record_timing=False,
     )
@@ -182,8 +195,13 @@ async def _run(
     watchdog: Watchdog | None = None
     try:
         async with client.async_setup_kernel():
+            provisioner = km.provisioner
+            if isinstance(provisioner, WarmProvisioner):
+                execution.warm = provisioner.problem is None
+                if provisioner.problem:
+                    execution.details.append(f"ядро запущено без заготовки: {provisioner.problem}")
             watchdog = Watchdog(
-                km.provisioner.pid,
+                watched_pids(km),
                 [unit_dir, km.socket_dir],
                 limits,
                 sandbox_tmp=mode == "bwrap",
@@ -317,14 +335,24 @@ def execute(
     readonly: list[str] | None = None,
     writable: list[str] | None = None,
     cpus: list[int] | None = None,
+    template: str | None = None,
 ) -> Execution:
     """Выполняет тетрадку в ядре песочницы и возвращает её с выводами и статусами ячеек.
 
     ``readonly`` и ``writable`` — дополнительные папки, которые видит ядро (кэши);
-    ``cpus`` — ядра процессора, за которыми закрепить ядро Jupyter.
+    ``cpus`` — ядра процессора, за которыми закрепить ядро Jupyter; ``template`` — сокет
+    прогретой заготовки (:mod:`feedback.teacher.warm`), из которой взять ядро.
     """
     return asyncio.run(
         _run(
-            nb, unit_dir, mode, limits, extra_env or {}, readonly or [], writable or [], cpus or []
+            nb,
+            unit_dir,
+            mode,
+            limits,
+            extra_env or {},
+            readonly or [],
+            writable or [],
+            cpus or [],
+            template,
         )
     )

@@ -46,14 +46,19 @@ from typing import Any
 import nbformat
 
 from feedback.settings import MIB, SettingError
-from feedback.teacher import analytics, gradebook, roster, uploads
+from feedback.teacher import analytics, gradebook, roster, uploads, warm
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.release import lab_sources
 from feedback.teacher.reports import ReportWriter
 from feedback.teacher.results import Job, UnitResult
 from feedback.teacher.review import allowed_helpers, course_modules
 from feedback.teacher.runner import run_dask, run_local
-from feedback.teacher.sandbox import SandboxUnavailable, sandbox_mode, sandbox_warning
+from feedback.teacher.sandbox import (
+    SandboxUnavailable,
+    sandbox_mode,
+    sandbox_warning,
+    template_env,
+)
 from feedback.teacher.settings import PACKAGE, ROOT, Settings, is_gpu_lab
 from feedback.teacher.tables import write_csv
 from feedback.teacher.unit import rubrics, unassessed
@@ -220,7 +225,7 @@ def tree_digest(folder: Path) -> bytes:
     return digest.digest()
 
 
-def warm_up(run: Run, labs: set[str], cache: Path) -> None:
+def warm_up(run: Run, labs: set[str], cache: Path, templates: dict[str, str] | None = None) -> None:
     """Эталонные решения лабораторных — через ту же песочницу, что и работы учащихся.
 
     Так проверяется сама настройка оценивания (решение должно пройти все свои проверки,
@@ -239,7 +244,7 @@ def warm_up(run: Run, labs: set[str], cache: Path) -> None:
         if stamp.exists():
             continue
         reference = Submission("эталон", lab, str(source), json.loads(source.read_text("utf-8")))
-        job = job_for(run, reference, cache)
+        job = with_template(job_for(run, reference, cache), templates or {})
         if job.gpu:
             job = replace(job, jax_cache_write=str(jax_dir))
         pending[lab] = (job, stamp)
@@ -259,6 +264,11 @@ def warm_up(run: Run, labs: set[str], cache: Path) -> None:
             "эталонное решение не проходит собственные проверки при оценивании — "
             "исправьте solutions/: " + "; ".join(failures)
         )
+
+
+def with_template(job: Job, templates: dict[str, str]) -> Job:
+    """Задание с сокетом заготовки ядер своего вида (если заготовки запущены)."""
+    return replace(job, kernel_template=templates.get(warm.profile_of(job.gpu)))
 
 
 # --------------------------------------------------------------------------- слияние
@@ -284,6 +294,7 @@ def merge(run: Run, result: UnitResult, reports: ReportWriter) -> None:
             "seconds": result.wall_seconds,
             "execution_seconds": result.execution_seconds,
             "peak_memory": result.peak_memory,
+            "warm": result.warm_kernel,
         }
     )
     run.mistakes += analytics.mistake_rows(result)
@@ -341,19 +352,22 @@ def _with_earlier(path: Path, header: list[str], rows: list[list[Any]], run: Run
 
 
 #: Столбцы timings.csv: секунды на работу (с запуском процесса единицы), из них — выполнение
-#: тетрадки в ядре, и наибольшая память всех процессов ядра (МиБ; бюджет — COURSE7_MEMORY_LIMIT).
-TIMINGS_HEADER = ["student_id", "lab", "seconds", "execution_seconds", "peak_memory_mib"]
+#: тетрадки в ядре, наибольшая память всех процессов ядра (МиБ; бюджет — COURSE7_MEMORY_LIMIT)
+#: и откуда ядро: ``template`` — копия прогретой заготовки, ``fresh`` — запущено с нуля.
+TIMINGS_HEADER = ["student_id", "lab", "seconds", "execution_seconds", "peak_memory_mib", "kernel"]
 
 
 def _timing_row(timing: dict[str, Any]) -> list[str]:
     seconds, execution = timing.get("seconds"), timing.get("execution_seconds")
     peak = timing.get("peak_memory")
+    kernel = "" if not execution else ("template" if timing.get("warm") else "fresh")
     return [
         timing["student_id"],
         timing["lab"],
         f"{seconds:.1f}" if seconds else "",
         f"{execution:.1f}" if execution else "",
         f"{peak / MIB:.0f}" if peak else "",
+        kernel,
     ]
 
 
@@ -574,25 +588,18 @@ def grade(
     collection_problems = list(run.problems)
     cache = settings.cache
     jobs_list = [job_for(run, s, None if scheduler else cache) for s in found]
-    if any(job.gpu for job in jobs_list):
-        tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
-    warm_up(run, {job.lab for job in jobs_list}, cache)
-    reports = ReportWriter(work)
-    total = len(jobs_list)
-    done = 0
-
-    def on_result(result: UnitResult) -> None:
-        nonlocal done
-        done += 1
-        _merge_safely(run, result, reports)
-        _progress(done, total, result)
-
-    if scheduler:
-        run_dask(jobs_list, scheduler, on_result)
-    else:
-        run_local(jobs_list, run.jobs, on_result)
+    # Заготовки ядер — только здесь, под bubblewrap: рабочие Dask запускают ядра сами.
+    profiles = {warm.profile_of(job.gpu) for job in jobs_list}
+    use_templates = settings.warm_kernels and run.mode == "bwrap" and not scheduler
+    with warm.kernel_templates(profiles, template_env, enabled=use_templates) as templates:
+        jobs_list = [with_template(job, templates) for job in jobs_list]
+        if any(job.gpu for job in jobs_list):
+            tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
+        warm_up(run, {job.lab for job in jobs_list}, cache, templates)
+        _run_units(run, jobs_list, scheduler, work)
     graded = {(s.student, s.lab) for s in found}
     uploads_now = {(s.student, s.lab): upload_fingerprint(s.notebook) for s in found}
+    reports = ReportWriter(work)
     for result in _unassessed(run, collection_problems, graded):
         _merge_safely(run, result, reports)
         uploads_now[(result.student, result.lab)] = NO_UPLOAD
@@ -602,6 +609,24 @@ def grade(
     save_scores(work, after)
     _analytics(work)
     return work / "grades.csv"
+
+
+def _run_units(run: Run, jobs: list[Job], scheduler: str | None, work: Path) -> None:
+    """Единицы — здесь или на рабочих Dask; результаты сливаются по мере готовности."""
+    reports = ReportWriter(work)
+    total = len(jobs)
+    done = 0
+
+    def on_result(result: UnitResult) -> None:
+        nonlocal done
+        done += 1
+        _merge_safely(run, result, reports)
+        _progress(done, total, result)
+
+    if scheduler:
+        run_dask(jobs, scheduler, on_result)
+    else:
+        run_local(jobs, run.jobs, on_result)
 
 
 def _analytics(work: Path) -> None:

@@ -71,6 +71,8 @@ class Job:
     cache_dir: str | None = None  # кэш крошечной Gemma на машине единицы
     jax_cache_dir: str | None = None  # прогретый кэш компиляции JAX (копия — каждой работе)
     jax_cache_write: str | None = None  # общий кэш компиляции, в который пишет только эталон
+    #: сокет прогретой заготовки ядер на машине единицы (feedback.teacher.warm); None — без неё
+    kernel_template: str | None = None
     unit_dir: str | None = None
     cpus: list[int] = field(default_factory=list)
 
@@ -107,6 +109,7 @@ class UnitResult:
     execution_seconds: float | None = None
     peak_memory: int | None = None
     wall_seconds: float | None = None
+    warm_kernel: bool = False  # ядро — копия прогретой заготовки (feedback.teacher.warm)
 
     @property
     def flagged(self) -> bool:

@@ -20,6 +20,7 @@ bubblewrap (macOS, Windows или явно ``COURSE7_SANDBOX=none``) ядро з
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -28,15 +29,21 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.provisioning import LocalProvisioner
 
+from feedback.kernel_template import Request
 from feedback.settings import GIB, MIB, RECORD_FD, SANDBOX
 from feedback.settings import parse_size as parse_size  # для тех, кто импортирует её отсюда
+from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV
 from feedback.teacher.settings import Limits
+from feedback.teacher.warm import NotStarted, start_kernel
 
 SANDBOX_ENV = SANDBOX.name
 #: Файл записи событий ядра в папке работы и сколько из него читать.
@@ -207,19 +214,31 @@ def bwrap_command(
     return [*args, "--"]
 
 
+def rlimits(limits: Limits) -> dict[str, int]:
+    """Пределы для всех процессов ядра: адресное пространство, размер файла, core, дескрипторы."""
+    return {
+        "RLIMIT_AS": max(4 * limits.memory_bytes, 8 * GIB),  # запас: JAX резервирует адреса
+        "RLIMIT_FSIZE": limits.disk_bytes,
+        "RLIMIT_CORE": 0,
+        "RLIMIT_NOFILE": 1024,
+    }
+
+
+#: Ключ ``prlimit`` для каждого предела :func:`rlimits`.
+_PRLIMIT_KEYS = {
+    "RLIMIT_AS": "as",
+    "RLIMIT_FSIZE": "fsize",
+    "RLIMIT_CORE": "core",
+    "RLIMIT_NOFILE": "nofile",
+}
+
+
 def prlimit_command(limits: Limits) -> list[str]:
-    """``prlimit`` с пределами, которые наследуют все процессы ядра (если он есть)."""
+    """``prlimit`` с пределами :func:`rlimits` (если он есть)."""
     if shutil.which("prlimit") is None:
         return []
-    address_space = max(4 * limits.memory_bytes, 8 * GIB)  # запас: JAX резервирует адреса
-    return [
-        "prlimit",
-        f"--as={address_space}",
-        f"--fsize={limits.disk_bytes}",
-        "--core=0",
-        "--nofile=1024",
-        "--",
-    ]
+    keys = [f"--{_PRLIMIT_KEYS[name]}={value}" for name, value in rlimits(limits).items()]
+    return ["prlimit", *keys, "--"]
 
 
 def kernel_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -249,6 +268,17 @@ def kernel_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if value != ""}
 
 
+def template_env(home: Path) -> dict[str, str]:
+    """Окружение заготовки: то же, что у ядра в песочнице, без переменных преподавателя.
+
+    Переменные, которые библиотеки читают при импорте, задаются здесь: копии получают уже
+    импортированные библиотеки. Один поток OpenBLAS: иначе процесс заготовки многопоточен, а
+    после ``fork`` многопоточного процесса потоков в копии нет, и вычисления ждали бы их вечно.
+    """
+    extra = {"KERAS_BACKEND": "jax", "OPENBLAS_NUM_THREADS": "1", **JAX_COMPILATION_CACHE_ENV}
+    return kernel_env(home, extra)
+
+
 # --------------------------------------------------------------------------- ядро
 
 
@@ -275,8 +305,14 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._home = home
         self.socket_dir: Path | None = None  # папка сокетов; её тоже видит ядро
         self.record_fd: int | None = None  # запись событий ядра (feedback.kernel_guard)
+        self.warm: WarmLaunch | None = None  # ядро из заготовки (feedback.teacher.warm)
 
     async def _async_pre_start_kernel(self, **kw: Any):  # type: ignore[override]
+        if self.warm is not None and self.provisioner is None:
+            self.kernel_id = self.kernel_id or str(uuid.uuid4())
+            self.provisioner = WarmProvisioner(
+                kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self
+            )
         # Пустое окружение: поверх него jupyter_client кладёт только окружение из
         # kernel_spec (kernel_env — без ключей и токенов) и свой JPY_PARENT_PID.
         kw["env"] = {}
@@ -302,6 +338,48 @@ class SandboxedKernelManager(AsyncKernelManager):
         )
 
 
+@dataclass
+class WarmLaunch:
+    """Как запустить ядро из заготовки: её сокет, песочница работы и запрос копии."""
+
+    template: str
+    sandbox: list[str]  # bwrap … -- (feedback.teacher.warm.holder_command допишет ожидание)
+    request: Request
+    timeout: float
+
+
+class WarmProvisioner(LocalProvisioner):
+    """Запуск ядра из заготовки; не вышло — обычный запуск той же командой в песочнице.
+
+    ``problem`` — почему ядро запущено обычным способом (``None`` — из заготовки).
+    """
+
+    problem: str | None = None
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
+        km = self.parent
+        warm: WarmLaunch = km.warm
+        try:
+            process = await asyncio.to_thread(
+                start_kernel, warm.template, warm.sandbox, warm.request, km.record_fd, warm.timeout
+            )
+        except NotStarted as error:
+            self.problem = str(error)
+            return await super().launch_kernel(cmd, **kwargs)
+        self.process = process
+        self.pid = process.pid
+        self.pgid = None  # группа ядра — внутри песочницы; убивается сама песочница
+        self.cwd = kwargs.get("cwd")
+        return self.connection_info
+
+
+def watched_pids(km: Any) -> list[int]:
+    """Процессы, за которыми следит сторож: ядро и, у ядра из заготовки, его песочница."""
+    process = getattr(km.provisioner, "process", None)
+    holder = getattr(process, "holder", None)
+    return [pid for pid in (getattr(holder, "pid", None), km.provisioner.pid) if pid]
+
+
 def _private_umask() -> None:
     """Файлы ядра — только для него самого, а не с umask преподавателя."""
     os.umask(0o077)
@@ -322,8 +400,14 @@ def kernel_manager(
     readonly: list[str],
     writable: list[str] = (),
     cpus: list[int] | tuple[int, ...] = (),
+    template: str | None = None,
+    startup_seconds: float = 60.0,
 ) -> SandboxedKernelManager:
-    """Ядро для одной работы: в песочнице (``mode="bwrap"``) или просто с лимитами."""
+    """Ядро для одной работы: в песочнице (``mode="bwrap"``) или просто с лимитами.
+
+    ``template`` — сокет заготовки (:mod:`feedback.teacher.warm`): в песочнице ядро станет её
+    копией, а не запустится с нуля (``startup_seconds`` — сколько ждать этого).
+    """
     home = unit_dir / "home"
     home.mkdir(parents=True, exist_ok=True)
     ipc = socket_dir()
@@ -333,8 +417,10 @@ def kernel_manager(
     )
     env = kernel_env(home, {**extra_env, RECORD_FD.name: str(record_fd)})
     prefix = prlimit_command(limits) + pin_command(cpus)
+    sandbox: list[str] = []
     if mode == "bwrap":
-        prefix += bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits, writable)
+        sandbox = bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits, writable)
+        prefix += sandbox
     km = SandboxedKernelManager(
         prefix,
         env,
@@ -345,6 +431,15 @@ def kernel_manager(
     )
     km.socket_dir = ipc
     km.record_fd = record_fd
+    if sandbox and template:
+        request = Request(
+            home=str(home),
+            connection_file=km.connection_file,
+            env=kernel_env(home, extra_env),
+            rlimits=rlimits(limits),
+            cpus=list(cpus),
+        )
+        km.warm = WarmLaunch(template, sandbox, request, startup_seconds)
     return km
 
 
@@ -386,14 +481,15 @@ class Watchdog(threading.Thread):
 
     def __init__(
         self,
-        pid: int,
+        pids: int | list[int],
         folders: list[Path],
         limits: Limits,
         interval: float = 0.2,
         sandbox_tmp: bool = False,
     ):
-        super().__init__(daemon=True, name=f"course7-watchdog-{pid}")
-        self.pid, self.folders, self.limits, self.interval = pid, folders, limits, interval
+        pids = [pids] if isinstance(pids, int) else list(pids)
+        super().__init__(daemon=True, name=f"course7-watchdog-{pids[-1]}")
+        self.pids, self.folders, self.limits, self.interval = pids, folders, limits, interval
         self.reason: str | None = None
         self.peak_memory = 0
         self._kernel_pid: int | None = None  # процесс внутри песочницы (его /tmp — свой)
@@ -406,14 +502,22 @@ class Watchdog(threading.Thread):
     def run(self) -> None:
         import psutil
 
-        try:
-            root = psutil.Process(self.pid)
-        except psutil.Error:
+        roots = []
+        for pid in self.pids:
+            try:
+                roots.append(psutil.Process(pid))
+            except psutil.Error:
+                pass
+        if not roots:
             return
         while not self._stop.wait(self.interval):
-            try:
-                processes = [root, *root.children(recursive=True)]
-            except psutil.Error:
+            processes = []
+            for root in roots:
+                try:
+                    processes += [root, *root.children(recursive=True)]
+                except psutil.Error:
+                    pass
+            if not processes:
                 return
             memory = 0
             for process in processes:

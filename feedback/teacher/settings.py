@@ -30,6 +30,7 @@ from feedback.settings import (
     NOTEBOOK_TIMEOUT,
     SANDBOX,
     SCHEDULER,
+    WARM_KERNELS,
 )
 
 #: Корень репозитория курса (это же — курс nbgrader) и пакет проверок.
@@ -121,6 +122,7 @@ class Settings:
     sandbox: str = str(SANDBOX.default)  # auto, bwrap или none (COURSE7_SANDBOX)
     jobs: int | None = None  # None — по числу ядер процессора
     scheduler: str | None = None  # адрес планировщика Dask
+    warm_kernels: bool = True  # ядра из прогретых заготовок (feedback.teacher.warm)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, root: Path = ROOT) -> Settings:
@@ -138,6 +140,7 @@ class Settings:
             sandbox=SANDBOX.read(env),
             jobs=JOBS.read(env) or None,
             scheduler=SCHEDULER.read(env),
+            warm_kernels=WARM_KERNELS.read(env) is not False,
         )
 
     def limits_for(self, release: Mapping[str, Any]) -> Limits:

@@ -230,7 +230,15 @@ def execute_plan(work: Plan, job: Job) -> Execution:
     env, readonly, writable = kernel_caches(job, unit_dir)
     env[CALL_TIMEOUT.name] = str(job.limits.call_seconds)  # бюджет вызова — под тем же именем
     return execute(
-        work.runnable, unit_dir, job.sandbox, job.limits, env, readonly, writable, job.cpus
+        work.runnable,
+        unit_dir,
+        job.sandbox,
+        job.limits,
+        env,
+        readonly,
+        writable,
+        job.cpus,
+        job.kernel_template,
     )
 
 
@@ -319,6 +327,7 @@ def annotate(
         cases=work.cases,
         execution_seconds=round(execution.seconds, 3),
         peak_memory=execution.peak_memory,
+        warm_kernel=execution.warm,
     )
 
 
