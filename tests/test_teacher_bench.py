@@ -27,8 +27,9 @@ def test_per_submission_excludes_the_fixed_cost(tmp_path, monkeypatch):
     lab = tmp_path / "solutions" / "lab_x" / "lab_x.ipynb"
     lab.parent.mkdir(parents=True)
     lab.write_text("{}")
-    measured = bench._per_submission(tmp_path / "work", "lab_x", 5, (bench.BARE,), repeats=1)
-    assert measured == {bench.BARE: (each, fixed)}
+    runners = {"bare": bench.make_grade(1, COURSE7_SANDBOX="none")}
+    measured = bench._per_submission(tmp_path / "work", "lab_x", 5, runners, repeats=1)
+    assert measured == {"bare": (each, fixed)}
     assert seen_env == [{"COURSE7_SANDBOX": "none"}] * 2
 
 
@@ -46,9 +47,9 @@ def test_per_submission_takes_the_fastest_of_the_repeats(tmp_path, monkeypatch):
     lab = tmp_path / "solutions" / "lab_x" / "lab_x.ipynb"
     lab.parent.mkdir(parents=True)
     lab.write_text("{}")
-    settings = (bench.ONE, bench.TWO)
-    measured = bench._per_submission(tmp_path / "work", "lab_x", 5, settings, repeats=2)
-    assert measured == {bench.ONE: (1.5, 3.0), bench.TWO: (0.75, 3.0)}
+    runners = {"one": bench.make_grade(1), "two": bench.make_grade(2)}
+    measured = bench._per_submission(tmp_path / "work", "lab_x", 5, runners, repeats=2)
+    assert measured == {"one": (1.5, 3.0), "two": (0.75, 3.0)}
     # JOBS=1 и JOBS=2 чередуются: оба видят одни и те же минуты работы машины.
     rounds = [("half", 1), ("full", 1), ("half", 2), ("full", 2)]
     assert calls == rounds * 2
@@ -84,17 +85,23 @@ def test_measure_prints_costs_speed_up_and_the_sandbox_share(tmp_path, monkeypat
         each = sum(costs[path.parent.name] for path in works) / jobs
         return 3.0 + each - (0.25 * len(works) if env.get("COURSE7_SANDBOX") == "none" else 0)
 
+    def plain_nbgrader(lab, root):  # обычный nbgrader: 4 с на работу
+        return lambda folder: 5.0 + 4.0 * len(list(folder.glob("*/*/*.ipynb")))
+
     monkeypatch.setattr(bench, "_timed_command", model_command)
+    monkeypatch.setattr(bench, "plain_nbgrader", plain_nbgrader)
     monkeypatch.setattr(bench, "ROOT", tmp_path)
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))  # measure() его меняет
     for lab in costs:
         source = tmp_path / "solutions" / lab / f"{lab}.ipynb"
         source.parent.mkdir(parents=True)
         source.write_text("{}")
-    rows = dict(bench.measure("lab_cpu", "lab_gpu", 4, 2))
+    rows = dict(bench.measure("lab_cpu", ["lab_gpu"], 4, 2))
     assert rows["lab_cpu, JOBS=1: секунд на работу"] == "1.00"
     assert rows["lab_cpu, JOBS=2: секунд на работу"] == "0.50"
     assert rows["lab_cpu: ускорение JOBS=2 к JOBS=1"] == "2.00×"
     assert rows["lab_gpu: ускорение JOBS=2 к JOBS=1"] == "2.00×"
     assert rows["Песочница bubblewrap: добавляет к работе"] == "+0.25 с"
     assert "lab_gpu, JOBS=1 без песочницы: секунд на работу" not in rows
+    assert rows["lab_cpu, nbgrader autograde: секунд на работу"] == "4.00"
+    assert rows["nbgrader autograde медленнее make grade JOBS=1"] == "4.0×"

@@ -19,6 +19,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from feedback.settings import GRADING_DIR, SANDBOX
@@ -55,47 +56,88 @@ def _timed_command(folder: Path, jobs: int = 1, **env: str) -> float:
 #: говорит о машине, а не об оценивании.
 REPEATS = 2
 
-
-#: Как оценивается класс: ``JOBS`` и переменные окружения (например, без песочницы).
-Setting = tuple[int, tuple[tuple[str, str], ...]]
+#: Как оценивается класс: папка с работами → секунды.
+Runner = Callable[[Path], float]
 
 
 def _per_submission(
-    root: Path, lab: str, count: int, settings: tuple[Setting, ...], repeats: int = REPEATS
-) -> dict[Setting, tuple[float, float]]:
-    """Секунды на работу и постоянная часть запуска при каждой настройке из ``settings``.
+    root: Path, lab: str, count: int, runners: dict[str, Runner], repeats: int = REPEATS
+) -> dict[str, tuple[float, float]]:
+    """Секунды на работу и постоянная часть запуска для каждого способа из ``runners``.
 
     Цена работы — прирост времени от класса из ``count`` работ к классу из ``2·count``,
     делённый на ``count``: в нём нет разовых расходов запуска (старт процессов, шаблоны
-    отчётов), а при ``count``, кратном каждому ``JOBS``, оба класса занимают все процессы
-    поровну. Каждый класс оценивается ``repeats`` раз, в счёт идёт самый быстрый. Замеры при
-    разных настройках чередуются: скорость машины меняется за минуты, и сравниваются
+    отчётов, заготовки ядер), а при ``count``, кратном каждому ``JOBS``, оба класса занимают
+    все процессы поровну. Каждый класс оценивается ``repeats`` раз, в счёт идёт самый быстрый.
+    Замеры разных способов чередуются: скорость машины меняется за минуты, и сравниваются
     запуски из одних и тех же минут, а не «все JOBS=1, потом все JOBS=2».
     """
     half_class = _class_folder(root / "half", lab, count)
     full_class = _class_folder(root / "full", lab, 2 * count)
-    half: dict[Setting, float] = {}
-    full: dict[Setting, float] = {}
+    half: dict[str, float] = {}
+    full: dict[str, float] = {}
     for _ in range(repeats):
-        for setting in settings:
-            jobs, env = setting
-            seconds = _timed_command(half_class, jobs, **dict(env))
-            half[setting] = min(half.get(setting, seconds), seconds)
-            seconds = _timed_command(full_class, jobs, **dict(env))
-            full[setting] = min(full.get(setting, seconds), seconds)
+        for name, runner in runners.items():
+            seconds = runner(half_class)
+            half[name] = min(half.get(name, seconds), seconds)
+            seconds = runner(full_class)
+            full[name] = min(full.get(name, seconds), seconds)
     result = {}
-    for setting in settings:
-        per = (full[setting] - half[setting]) / count
-        result[setting] = (per, half[setting] - count * per)
+    for name in runners:
+        per = (full[name] - half[name]) / count
+        result[name] = (per, half[name] - count * per)
     return result
 
 
-ONE: Setting = (1, ())
-TWO: Setting = (2, ())
-BARE: Setting = (1, ((SANDBOX.name, "none"),))
+def make_grade(jobs: int = 1, **env: str) -> Runner:
+    """``make grade JOBS=jobs`` с переменными ``env`` (например, без песочницы)."""
+    return lambda folder: _timed_command(folder, jobs, **env)
 
 
-def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tuple[str, str]]:
+def plain_nbgrader(lab: str, root: Path) -> Runner:
+    """Обычный ``nbgrader autograde`` тех же работ: без песочницы, заготовок и наших проверок.
+
+    Курс nbgrader с настройками по умолчанию во временной папке: исходник лабораторной из
+    solutions/, выпуск ``generate_assignment`` один раз, затем работы класса в ``submitted/``
+    и ``autograde`` — он выполняет каждую тетрадку целиком в новом ядре.
+    """
+    course = root / "plain-nbgrader"
+    shutil.rmtree(course, ignore_errors=True)
+    (course / "source" / lab).mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "source" / lab)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.CourseDirectory.course_id = 'bench'\n"
+        "c.Execute.timeout = 600\nc.Execute.iopub_timeout = 60\n",
+        encoding="utf-8",
+    )
+    _nbgrader(course, "generate_assignment", lab, "--force")
+
+    def run(folder: Path) -> float:
+        shutil.rmtree(course / "submitted", ignore_errors=True)
+        shutil.rmtree(course / "autograded", ignore_errors=True)
+        shutil.copytree(folder, course / "submitted")
+        started = time.monotonic()
+        _nbgrader(course, "autograde", lab, "--force")
+        return time.monotonic() - started
+
+    return run
+
+
+def _nbgrader(course: Path, *args: str) -> None:
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+
+
+def measure(cpu_lab: str, gpu_labs: list[str], count: int, gpu_count: int) -> list[tuple[str, str]]:
     """Строки таблицы (что измерено, значение)."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="course7-bench-") as tmp:
@@ -105,29 +147,36 @@ def measure(cpu_lab: str, gpu_lab: str, count: int, gpu_count: int) -> list[tupl
         empty.mkdir()
         cold = _timed_command(empty)
         # Прогрев: эталоны проходят проверки, кэш компиляции наполняется (один раз на версию).
-        warm_up = _timed_command(_class_folder(root / "warm", cpu_lab, 1))
-        warm_up += _timed_command(_class_folder(root / "warm", gpu_lab, 1))
+        warm_up = 0.0
+        for lab in (cpu_lab, *gpu_labs):
+            warm_up += _timed_command(_class_folder(root / "warm", lab, 1))
         empty_run = min(_timed_command(empty) for _ in range(2))
         rows += [
             ("Первый запуск: регистрация лабораторных в базе", f"{cold:.1f} с"),
             ("Первый запуск: прогрев эталонами (раз на версию лабораторной)", f"{warm_up:.1f} с"),
             ("Запуск make grade без работ (старт, база, таблицы)", f"{empty_run:.1f} с"),
         ]
-        for lab, n in ((cpu_lab, count), (gpu_lab, gpu_count)):
-            # Для CPU-лабораторной — ещё и без песочницы: во что обходится bubblewrap.
-            settings = (ONE, TWO, BARE) if lab == cpu_lab else (ONE, TWO)
-            measured = _per_submission(root, lab, n, settings)
-            for setting in (ONE, TWO):
-                jobs, (each, fixed) = setting[0], measured[setting]
-                rows.append((f"{lab}, JOBS={jobs}: секунд на работу", f"{each:.2f}"))
-                rows.append((f"{lab}, JOBS={jobs}: постоянная часть запуска", f"{fixed:.1f} с"))
-            speed_up = measured[ONE][0] / measured[TWO][0]
+        for lab in (cpu_lab, *gpu_labs):
+            runners = {"JOBS=1": make_grade(1), "JOBS=2": make_grade(2)}
+            if lab == cpu_lab:
+                # Во что обходится bubblewrap, и обычный nbgrader autograde для сравнения.
+                runners["JOBS=1 без песочницы"] = make_grade(1, **{SANDBOX.name: "none"})
+                runners["nbgrader autograde"] = plain_nbgrader(lab, root)
+            measured = _per_submission(root, lab, gpu_count if lab in gpu_labs else count, runners)
+            for name in ("JOBS=1", "JOBS=2"):
+                each, fixed = measured[name]
+                rows.append((f"{lab}, {name}: секунд на работу", f"{each:.2f}"))
+                rows.append((f"{lab}, {name}: постоянная часть запуска", f"{fixed:.1f} с"))
+            speed_up = measured["JOBS=1"][0] / measured["JOBS=2"][0]
             rows.append((f"{lab}: ускорение JOBS=2 к JOBS=1", f"{speed_up:.2f}×"))
-            if BARE in measured:
-                bare, sandboxed = measured[BARE][0], measured[ONE][0]
+            if lab == cpu_lab:
+                bare, ours = measured["JOBS=1 без песочницы"][0], measured["JOBS=1"][0]
+                plain = measured["nbgrader autograde"][0]
                 rows.append((f"{lab}, JOBS=1 без песочницы: секунд на работу", f"{bare:.2f}"))
+                rows.append(("Песочница bubblewrap: добавляет к работе", f"{ours - bare:+.2f} с"))
+                rows.append((f"{lab}, nbgrader autograde: секунд на работу", f"{plain:.2f}"))
                 rows.append(
-                    ("Песочница bubblewrap: добавляет к работе", f"{sandboxed - bare:+.2f} с")
+                    ("nbgrader autograde медленнее make grade JOBS=1", f"{plain / ours:.1f}×")
                 )
     return rows
 
@@ -162,13 +211,18 @@ def table(rows: list[tuple[str, str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu-lab", default="lab_7_2_training_flops")
-    parser.add_argument("--gpu-lab", default="lab_7_6_gradient_accumulation")
+    parser.add_argument(
+        "--gpu-labs",
+        default="lab_7_5_bfloat16_lora,lab_7_6_gradient_accumulation",
+        help="GPU-лабораторные через запятую",
+    )
     parser.add_argument(
         "--submissions", type=int, default=8, help="работ CPU-лабораторной (и класс вдвое больше)"
     )
-    parser.add_argument("--gpu-submissions", type=int, default=4, help="то же для GPU-лабораторной")
+    parser.add_argument("--gpu-submissions", type=int, default=3, help="то же для GPU-лабораторных")
     args = parser.parse_args(argv)
-    rows = measure(args.cpu_lab, args.gpu_lab, args.submissions, args.gpu_submissions)
+    gpu_labs = [lab for lab in args.gpu_labs.split(",") if lab]
+    rows = measure(args.cpu_lab, gpu_labs, args.submissions, args.gpu_submissions)
     print(table(rows + group_times()))
     return 0
 
