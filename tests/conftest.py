@@ -14,75 +14,114 @@ import pytest
 
 from notebook_runner import ROOT
 
-#: Группы pytest-xdist: модули, чьи дорогие фикстуры делятся между их тестами, идут при
-#: параллельном прогоне одному процессу, чтобы фикстура не считалась дважды. Тетрадки,
-#: выполненные один раз, окружение Colab и браузер — у каждого модуля своя группа. Модули,
-#: которые грузят keras, TensorFlow и крошечную Gemma в сам процесс тестов, — одна общая:
-#: импорт стоит секунды процессора, а скомпилированные JAX программы остаются в процессе.
-KERAS_IN_PROCESS = (
-    "test_generation",
-    "test_precision",
-    "test_accumulation",
-    "test_monitor",
-    "test_tiny_gemma",
-    "test_gpu_check",
-    "test_kaggle_access",
+#: Фикстуры, которые запускают ядро, песочницу, браузер, JupyterLab или formgrader, окружение
+#: Colab, оценивание или keras с крошечной Gemma в процессе тестов. Тест с любой из них (и с
+#: той, что их использует) — долгий: отметка ``slow`` ставится сама, и в быстрый прогон
+#: (``make test``) он не попадает. Исключение — тесты с отметкой ``smoke``: быстрый прогон
+#: нарочно проходит один настоящий путь оценивания.
+SLOW_FIXTURES = frozenset(
+    {
+        "sandbox",
+        "graded_class",
+        "fresh_work",
+        "cpu_template",
+        "lab",
+        "formgrader",
+        "grading_copy",
+        "colab_python",
+        "validated",
+        "executed_student_notebook",
+        "keras",
+        "keras_hub",
+        "tiny_model",
+        "load",
+        "heavy",
+        "preset",
+    }
 )
-SHARED_FIXTURE_MODULES = {
-    "test_student_notebooks": "test_student_notebooks",
-    "test_colab_versions": "test_colab_versions",
-    "test_browser": "test_browser",
-    **dict.fromkeys(KERAS_IN_PROCESS, "keras_in_process"),
-}
-#: Тесты модуля из группы, которым её фикстура не нужна, идут в любой процесс.
-GROUP_FIXTURES = {"test_colab_versions": "colab_python"}
+#: Столько секунд может длиться тест быстрого прогона без отметки slow (``--max-fast-seconds``)
+#: и во столько раз дольше — подготовка его фикстур: общая фикстура модуля, которая стоит
+#: несколько секунд один раз на десяток быстрых тестов, в быстром прогоне уместна, а ядро,
+#: песочница или keras — нет.
+FAST_TEST_SECONDS = 3.0
+SETUP_FACTOR = 3
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--max-fast-seconds",
+        type=float,
+        default=None,
+        help="тест без отметки slow дольше стольких секунд — ошибка (make test: "
+        f"{FAST_TEST_SECONDS:g})",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
-    # tryfirst: метки групп должны появиться раньше, чем xdist допишет группу к имени теста.
+    # tryfirst: отметки slow должны появиться раньше, чем -m "not slow" отберёт тесты.
     for item in items:
-        group = _group_of(item)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
-    # Порядок, в котором процессы берут работу (make test отключает свою сортировку xdist,
+        if is_slow(item) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+    # Порядок, в котором процессы берут работу (make test не даёт xdist пересортировать,
     # --no-loadscope-reorder). Класс оценивается один раз на весь запуск (фикстура
     # graded_class), а его тесты идут в разные процессы. Первый из них — первым: оценивание
-    # — самая долгая цепочка запуска, и оно начинается сразу. Потом группы, от больших к
-    # малым: долгая группа, начатая в конце, задержала бы весь запуск. Остальные тесты
-    # класса — в конце: к ним процессы придут, когда класс уже оценён; первыми из них —
-    # страницы в Chromium (по минуте и больше), чтобы они разошлись по разным процессам, а
-    # не достались в самом конце одному.
+    # — самая долгая цепочка запуска, и оно начинается сразу. Потом группы xdist (их
+    # объявляют сами модули), от больших к малым: долгая группа, начатая в конце, задержала бы
+    # весь запуск. Остальные тесты класса — в конце: к ним процессы придут, когда класс уже
+    # оценён; первыми из них — страницы в Chromium (отметка browser), чтобы они разошлись по
+    # разным процессам, а не достались в самом конце одному.
     on_class = [item for item in items if "graded_class" in getattr(item, "fixturenames", ())]
     chosen = set(on_class)
     groups: dict[str, list] = {}
     for item in items:
         if item not in chosen:
-            groups.setdefault(_group_of(item) or "", []).append(item)
+            groups.setdefault(group_of(item) or "", []).append(item)
     alone = groups.pop("", [])
     largest_first = sorted(groups, key=lambda name: -len(groups[name]))
     grouped = [item for name in largest_first for item in groups[name]]
-    in_browser = [item for item in on_class[1:] if _module(item) in CLASS_PAGES_IN_BROWSER]
+    in_browser = [item for item in on_class[1:] if item.get_closest_marker("browser")]
     rest_of_class = [item for item in on_class[1:] if item not in in_browser]
     items[:] = on_class[:1] + grouped + alone + in_browser + rest_of_class
 
 
-#: Модули, чьи тесты класса открывают его страницы в Chromium: самые долгие после оценивания.
-CLASS_PAGES_IN_BROWSER = ("test_hostile_pages", "test_formgrader")
+def is_slow(item) -> bool:
+    """Долгий ли тест: отмечен так сам или пользуется долгой фикстурой (и не отмечен smoke)."""
+    if item.get_closest_marker("smoke"):
+        return False
+    return bool(item.get_closest_marker("slow")) or bool(
+        SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
 
 
-def _module(item) -> str:
-    return getattr(item.module, "__name__", "")
+def group_of(item) -> str | None:
+    """Группа xdist, которую тест (или его модуль) объявил отметкой ``xdist_group``."""
+    marker = item.get_closest_marker("xdist_group")
+    return marker.args[0] if marker and marker.args else None
 
 
-def _group_of(item) -> str | None:
-    module = _module(item)
-    needed = GROUP_FIXTURES.get(module)
-    if module in SHARED_FIXTURE_MODULES and (
-        needed is None or needed in getattr(item, "fixturenames", ())
-    ):
-        return SHARED_FIXTURE_MODULES[module]
-    return None
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Быстрый прогон: тест без отметки slow дольше ``--max-fast-seconds`` — ошибка с именем.
+
+    Считаются сам тест и, с запасом :data:`SETUP_FACTOR`, подготовка его фикстур.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    limit = item.config.getoption("--max-fast-seconds")
+    if limit is None or is_slow(item) or item.get_closest_marker("smoke"):
+        return
+    if not report.passed or report.when not in ("setup", "call"):
+        return
+    allowed = limit * (SETUP_FACTOR if report.when == "setup" else 1)
+    if report.duration > allowed:
+        what = "готовился" if report.when == "setup" else "шёл"
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} {what} {report.duration:.1f} с — дольше {allowed:g} с, положенных "
+            "тесту быстрого прогона. Ускорьте его или отметьте slow (или дайте ему долгую "
+            "фикстуру из SLOW_FIXTURES в tests/conftest.py): тогда он пойдёт в make test-all."
+        )
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,11 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 from feedback import CheckFailed, accumulation
 from feedback.answers.accumulation import literal
 
+#: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
+#: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.
+pytestmark = pytest.mark.xdist_group("keras_in_process")
+
+
 KERAS_REASON = "нужен keras с бэкендом JAX (pip install -e '.[tiny]')"
 
 LAB = {"weight_decay": 0.01, "beta_1": 0.9, "beta_2": 0.95, "epsilon": 1e-6, "clipnorm": 0.5}

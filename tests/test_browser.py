@@ -36,7 +36,8 @@ try:
 except ImportError:  # окружение без extra dev: фикстура объяснит, что поставить
     expect = sync_playwright = None
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+#: JupyterLab и Chromium запускаются один раз на модуль: его тесты — в одном процессе xdist.
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser_lab")]
 
 LAB = "lab_7_2_training_flops"
 STUDENT = f"{LAB}/{LAB}.ipynb"

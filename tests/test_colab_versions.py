@@ -55,6 +55,9 @@ COLAB_GPU_METADATA = ROOT / "tests" / "data" / "colab_gpu_metadata.json"
 GPU_CHANGES_IN_COLAB = {"keras": "up", "keras-hub": "up", "kagglesdk": "down"}
 
 pytestmark = pytest.mark.slow
+#: Тесты окружения Colab (фикстура colab_python) — в одном процессе xdist: окружение
+#: собирается один раз; остальные тесты модуля идут в любой процесс.
+IN_COLAB_VENV = pytest.mark.xdist_group("colab_venv")
 
 
 # --- окружение ---------------------------------------------------------------------------
@@ -137,6 +140,7 @@ def probe(python: Path, name: str, timeout: int = 600) -> dict:
 # --- тесты ------------------------------------------------------------------------------
 
 
+@IN_COLAB_VENV
 def test_base_install_changes_nothing_colab_ships(colab_python):
     """Первая ячейка ставит пакет с зависимостями: в Colab он не должен ничего менять."""
     done = run(
@@ -279,6 +283,7 @@ def test_gpu_install_in_colab_changes_only_what_readme_says(tmp_path):
     assert all(f"`{name}`" in readme for name in changes), "README должен назвать эти пакеты"
 
 
+@IN_COLAB_VENV
 def test_versions_are_those_of_colab(colab_python):
     found = probe(colab_python, "versions")
     for where in ("interpreter", "kernel"):
@@ -288,6 +293,7 @@ def test_versions_are_those_of_colab(colab_python):
     assert found["kernel"]["feedback"].startswith(str(ROOT)), found
 
 
+@IN_COLAB_VENV
 def test_solutions_pass_in_strict_mode(colab_python):
     notebooks = [f"solutions/{lab}/{lab}.ipynb" for lab in CPU_LABS]
     nbval = ["-p", "no:cacheprovider", "-q", "--nbval-lax", "--nbval-current-env"]
@@ -300,6 +306,7 @@ def test_solutions_pass_in_strict_mode(colab_python):
     assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-3000:]
 
 
+@IN_COLAB_VENV
 def test_student_notebooks_show_russian_verdicts(colab_python):
     found = probe(colab_python, "students")
     for lab in CPU_LABS:
@@ -310,6 +317,7 @@ def test_student_notebooks_show_russian_verdicts(colab_python):
         assert not report["traceback"], report
 
 
+@IN_COLAB_VENV
 def test_flops_sliders_update_with_ipywidgets_7(colab_python):
     found = probe(colab_python, "sliders")
     assert found["ipywidgets"].startswith(EXPECTED["ipywidgets"]), found

@@ -33,7 +33,8 @@ from corpus import LAB2, PWNED
 
 from browser_support import ROOT, SCREENSHOTS, chromium_or_skip, formgrader_server, server_page
 
-pytestmark = pytest.mark.slow
+#: Страницы в настоящем Chromium: среди тестов класса они идут первыми (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 HOSTILE = "t72_script_in_answers"
 TITLE = "Лабораторная 7.2. Оцените FLOPs обучения"

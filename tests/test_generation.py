@@ -22,6 +22,11 @@ from feedback.generation import sampling
 
 from notebook_runner import ROOT
 
+#: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
+#: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.
+pytestmark = pytest.mark.xdist_group("keras_in_process")
+
+
 LAB = "lab_7_1_compare_models"
 HEAVY_REASON = "нужны keras_hub и sentencepiece (pip install -e '.[gpu]')"
 PROMPTS = list(generation.PROMPTS)

@@ -4,6 +4,10 @@ import pytest
 
 from feedback.gpu import check as gpu_check
 
+#: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
+#: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.
+pytestmark = pytest.mark.xdist_group("keras_in_process")
+
 
 def test_estimate_uses_lab_7_4_formulas():
     estimate = gpu_check.estimate_lora_training(
@@ -30,6 +34,7 @@ def test_without_gpu_it_says_it_did_not_run(capsys, monkeypatch):
     assert "не запускалась" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # строит крошечную Gemma и обучает её в процессе тестов
 def test_tiny_run_on_cpu_reports_counts_steps_and_estimate():
     pytest.importorskip("keras_hub")
     result = gpu_check.run("tiny", steps=4, accumulation=2, seq_len=32)

@@ -15,7 +15,8 @@ from corpus import PWNED
 
 from browser_support import CHROMIUM_FLAGS, ROOT, chromium_or_skip, formgrader_server, server_page
 
-pytestmark = pytest.mark.slow
+#: Страницы в настоящем Chromium: среди тестов класса они идут первыми (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 #: Что на странице было бы следом работы: обработчики, её скрипты, опасные ссылки.
 ACTIVE_JS = f"""

@@ -31,6 +31,11 @@ from feedback.gpu.kaggle_access import (
     preflight,
 )
 
+#: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
+#: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.
+pytestmark = pytest.mark.xdist_group("keras_in_process")
+
+
 HANDLE = "keras/gemma3/keras/gemma3_4b_text/2"
 T4 = runtime.Accelerator("gpu", "Tesla T4", 1, 15 * 1024**3, "nvidia-smi")
 CREDENTIAL_VARS = (

@@ -13,12 +13,16 @@ import json
 import subprocess
 import sys
 import textwrap
-import types
+
+import pytest
 
 from notebook_runner import ROOT
 
 SHARED_MODULE = """
 import json, os, pathlib, time
+import pytest
+
+pytestmark = pytest.mark.xdist_group("shared")
 
 def record(name):
     time.sleep(0.3)
@@ -47,9 +51,12 @@ course_conftest = importlib.util.module_from_spec(spec)
 sys.modules["course_conftest"] = course_conftest
 spec.loader.exec_module(course_conftest)
 pytest_collection_modifyitems = course_conftest.pytest_collection_modifyitems
+pytest_addoption = course_conftest.pytest_addoption
+pytest_runtest_makereport = course_conftest.pytest_runtest_makereport
 """
 
 
+@pytest.mark.slow  # вложенный pytest в двух процессах
 def test_shared_fixture_module_runs_in_one_worker(tmp_path):
     project = tmp_path / "project"
     out = tmp_path / "out"
@@ -75,47 +82,89 @@ def test_shared_fixture_module_runs_in_one_worker(tmp_path):
 
 
 class _Item:
-    def __init__(self, name: str, on_class: bool = False, module: str = "", fixtures=()) -> None:
+    """Тест для порядка и отметок: имя, фикстуры и отметки (как у pytest)."""
+
+    def __init__(self, name: str, on_class=False, fixtures=(), marks=()) -> None:
         self.name = name
-        self.module = types.SimpleNamespace(__name__=module) if module else None
-        self.fixturenames = ("graded_class",) if on_class else tuple(fixtures)
-        self.groups: list[str] = []
+        self.fixturenames = ("graded_class", *fixtures) if on_class else tuple(fixtures)
+        self.marks = list(marks)
+
+    def get_closest_marker(self, name):
+        return next((mark for mark in self.marks if mark.name == name), None)
 
     def add_marker(self, marker) -> None:
-        self.groups.append(marker.args[0])
+        self.marks.append(marker.mark)
+
+
+def _modify(items):
+    sys.path.insert(0, str(TESTS))
+    from conftest import pytest_collection_modifyitems
+
+    pytest_collection_modifyitems(items)
+    return [item.name for item in items]
 
 
 def test_the_class_is_graded_first_and_its_other_tests_run_last():
-    sys.path.insert(0, str(TESTS))
-    from conftest import pytest_collection_modifyitems
-
     items = [_Item(name, name.startswith("class")) for name in
              ("a", "class_1", "b", "class_2", "c", "class_3")]  # fmt: skip
-    items.append(_Item("class_pages", True, module="test_hostile_pages"))
-    pytest_collection_modifyitems(items)
+    items.append(_Item("class_pages", True, marks=[pytest.mark.browser.mark]))
     # Страницы класса в Chromium — первыми среди остальных тестов класса: они самые долгие.
-    order = ["class_1", "a", "b", "c", "class_pages", "class_2", "class_3"]
-    assert [item.name for item in items] == order
+    assert _modify(items) == ["class_1", "a", "b", "c", "class_pages", "class_2", "class_3"]
 
 
-def test_keras_modules_share_one_group_and_colab_tests_without_its_venv_go_anywhere():
-    """Один процесс на keras в процессе тестов; группы — до одиночных тестов, большие — раньше."""
-    sys.path.insert(0, str(TESTS))
-    from conftest import pytest_collection_modifyitems
+def test_groups_declared_by_modules_go_first_largest_first():
+    """Группы xdist объявляют сами модули; группы — до одиночных тестов, большие — раньше."""
+
+    keras, colab = pytest.mark.xdist_group("keras").mark, pytest.mark.xdist_group("colab").mark
+    items = [
+        _Item("colab_venv", marks=[colab]),
+        _Item("other"),
+        _Item("generation", marks=[keras]),
+        _Item("precision", marks=[keras]),
+    ]
+    assert _modify(items) == ["generation", "precision", "colab_venv", "other"]
+
+
+def test_the_tier_follows_from_the_fixtures_a_test_uses():
+    """Тест с фикстурой, которая запускает ядро, песочницу или браузер, — сам становится slow."""
 
     items = [
-        _Item("colab_plan", module="test_colab_versions", fixtures=("tmp_path",)),
-        _Item("colab_venv", module="test_colab_versions", fixtures=("colab_python",)),
-        _Item("generation", module="test_generation"),
-        _Item("other", module="test_flops"),
-        _Item("precision", module="test_precision"),
-        _Item("monitor", module="test_monitor"),
+        _Item("unit", fixtures=("tmp_path",)),
+        _Item("grading", fixtures=("tmp_path", "fresh_work")),
+        _Item("smoke", fixtures=("sandbox",), marks=[pytest.mark.smoke.mark]),
+        _Item("marked", marks=[pytest.mark.slow.mark]),
     ]
-    pytest_collection_modifyitems(items)
-    groups = {item.name: item.groups for item in items}
-    assert groups["generation"] == groups["precision"] == groups["monitor"] == ["keras_in_process"]
-    assert groups["colab_venv"] == ["test_colab_versions"]
-    assert groups["colab_plan"] == groups["other"] == []
-    # Группы — первыми, от больших к малым (make test не даёт xdist пересортировать их).
-    order = [item.name for item in items]
-    assert order == ["generation", "precision", "monitor", "colab_venv", "colab_plan", "other"]
+    _modify(items)
+    slow = {item.name for item in items if item.get_closest_marker("slow")}
+    assert slow == {"grading", "marked"}
+
+
+SLOW_UNMARKED = """
+import time
+
+def test_quick():
+    pass
+
+def test_sleeps():
+    time.sleep(4)
+"""
+
+
+@pytest.mark.slow  # вложенный pytest со спящим тестом
+def test_a_fast_tier_test_over_three_seconds_fails_with_its_name(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    (project / "test_sleepy.py").write_text(SLOW_UNMARKED)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        [*command, "-m", "not slow", "--max-fast-seconds", "3", str(project)],
+        cwd=project,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 failed, 1 passed" in done.stdout
+    assert "test_sleepy.py::test_sleeps шёл 4" in done.stdout

@@ -21,6 +21,7 @@ def test_every_lab_is_released():
     assert {"lab_7_2_training_flops", "lab_7_4_gpu_memory"} <= labs
 
 
+@pytest.mark.slow  # nbgrader заново выпускает все шесть лабораторных
 def test_notebooks_match_a_fresh_nbgrader_release():
     assert release.stale_notebooks() == []
 

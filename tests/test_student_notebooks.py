@@ -16,6 +16,10 @@ import pytest
 
 from notebook_runner import ROOT, graded_cells, outputs_text, run_notebook
 
+#: Тетрадки, выполненные один раз (фикстура модуля), делят тесты одного процесса xdist.
+pytestmark = pytest.mark.xdist_group("student_notebooks")
+
+
 LABS = sorted(path.name for path in (ROOT / "notebooks").iterdir() if path.is_dir())
 RUSSIAN = re.compile("[а-яё]{4,}")
 

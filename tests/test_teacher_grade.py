@@ -43,6 +43,7 @@ def test_the_real_package_is_the_feedback_package():
     assert (PACKAGE / "__init__.py").is_file() and PACKAGE.name == "feedback"
 
 
+@pytest.mark.slow  # процессы Python с импортом nbformat и nbgrader
 def test_grading_does_not_build_iri_grammars_at_import():
     """rfc3987_syntax строит грамматики Lark 1,5 с и оцениванию не нужен; проверка схемы — да."""
     probe = (
@@ -59,6 +60,7 @@ def test_grading_does_not_build_iri_grammars_at_import():
     assert result.stdout.split() == ["invalid", "[]"]
 
 
+@pytest.mark.slow  # процессы Python с импортом nbformat и nbgrader
 def test_only_grading_processes_go_without_rfc3987_syntax():
     """formgrader (nbgrader_config.py: препроцессоры, отчёты) пакет не запрещает."""
     probe = (

@@ -278,6 +278,7 @@ sys.exit(process.exitcode)
 """
 
 
+@pytest.mark.slow  # настоящий make grade
 def test_unit_processes_of_make_grade_print_no_runpy_warning():
     """Каждая единица заново выполняет главный модуль родителя (multiprocessing): уже
     импортированный шаблоном feedback.teacher.grade давал английское RuntimeWarning runpy."""

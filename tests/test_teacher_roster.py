@@ -264,6 +264,7 @@ def test_a_mapping_to_an_id_outside_the_roster_stops_grading(tmp_path, people):
         Matcher.from_work(tmp_path, people, RELEASES)
 
 
+@pytest.mark.slow  # регистрирует лабораторные в базе nbgrader
 def test_the_roster_is_kept_in_the_work_folder_and_imported_like_nbgrader(tmp_path):
     work = tmp_path / "work"
     work.mkdir()

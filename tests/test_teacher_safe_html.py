@@ -108,10 +108,48 @@ def test_safe_links_and_images_are_kept():
         'href="http://example.org"',
         'href="mailto:t@example.org"',
         'href="#Задание-1"',
-        'src="https://example.org/a.png"',
         'src="data:image/gif;base64,R0lGODlh"',
     ):
         assert kept in clean
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        '<img src="https://tracker.example/p.png?who=ivanov" alt="график">',
+        '<img src="//tracker.example/p.png" alt="график">',
+        '<img srcset="https://tracker.example/p.png 2x" alt="график">',
+        '<p style="background: url(https://tracker.example/p.png)">текст</p>',
+        "<p style=\"color: red; background-image: URL( '//tracker.example/p.png' )\">текст</p>",
+        '<p style="background: u\\72 l(https://tracker.example/p.png)">текст</p>',
+        '<video poster="https://tracker.example/p.png"></video>',
+        '<table background="https://tracker.example/p.png"><tr><td>1</td></tr></table>',
+    ],
+)
+def test_nothing_from_another_host_is_loaded(html):
+    """Картинка или стиль с чужого адреса — пиксель слежения: от них остаётся только текст."""
+    clean = clean_html(html)
+    assert "tracker.example" not in clean, clean
+    if "<img" in html and "srcset" not in html:
+        assert f"[{safe_html.REMOTE_IMAGE}: график]" in clean
+
+
+def test_remote_images_in_markdown_answers_and_course_cells():
+    """В ответе — пометка; в Markdown курса (значки Colab и Kaggle) — подпись вместо картинки."""
+    answer = clean_markdown("Вот: ![мой график](https://tracker.example/p.png)")
+    assert "tracker.example" not in answer and safe_html.REMOTE_IMAGE in answer
+    course = (
+        '<a href="https://colab.research.google.com/x"><img src="https://colab.research.google.com'
+        '/assets/colab-badge.svg" alt="Открыть в Colab"/></a> ![схема](http://example.org/s.png)'
+    )
+    shown = safe_html.without_remote_images(course)
+    assert shown == '<a href="https://colab.research.google.com/x">Открыть в Colab</a> схема'
+
+
+def test_every_page_we_write_carries_the_content_security_policy():
+    template = Path(safe_html.__file__).parent / "templates" / "feedback_ru" / "index.html.j2"
+    assert safe_html.CSP_META in template.read_text(encoding="utf-8")
+    assert "mathjax" not in template.read_text(encoding="utf-8").split("{#- Без MathJax")[0]
 
 
 def test_course_verdicts_tables_and_plots_keep_their_look():

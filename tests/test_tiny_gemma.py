@@ -15,6 +15,11 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 
 from feedback.gpu import tiny_gemma
 
+#: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
+#: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.
+pytestmark = pytest.mark.xdist_group("keras_in_process")
+
+
 HEAVY_REASON = "нужны keras_hub и sentencepiece (pip install -e '.[gpu]')"
 
 

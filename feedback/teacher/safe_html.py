@@ -4,9 +4,11 @@
 Скрипт в выводе ячейки или в письменном ответе выполнился бы там с правами
 преподавателя (и мог бы, например, запустить код в его ядре). Поэтому HTML из работы
 чистится библиотекой nh3 (Ammonia на Rust, время линейно от размера; bleach на вложенных
-тегах работал квадратично — 480 КБ за минуты): таблицы, картинки, оформление и ссылки
-остаются, скрипты, фреймы, обработчики событий и ссылки не на ``http``, ``https``,
-``mailto`` или якорь страницы — нет.
+тегах работал квадратично — 480 КБ за минуты): таблицы, картинки в самой странице,
+оформление и ссылки остаются, скрипты, фреймы, обработчики событий и ссылки не на
+``http``, ``https``, ``mailto`` или якорь страницы — нет. Ничто не загружается с других
+адресов: картинка из интернета становится пометкой, из стилей уходят ``url(…)``, а каждая
+страница курса несёт :data:`CSP_META`.
 
 Markdown formgrader и отчёт отрисовывают сами, уже после нас, и nbconvert пропускает в нём
 любые ссылки, в том числе ``[т](javascript:…)``. Поэтому Markdown учащегося отрисовывается
@@ -31,6 +33,12 @@ import nh3
 
 from feedback.teacher.assemble import ADDED, cell_source
 from feedback.teacher.settings import Limits
+
+#: Политика безопасности содержимого каждой страницы, которую пишет курс (отчёты, сводка):
+#: вторая линия защиты — даже уцелей в странице чужая картинка или стиль, браузер ничего не
+#: загрузит и не выполнит.
+CONTENT_SECURITY_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+CSP_META = f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
 
 #: Теги, которыми пользуются вывод pandas, matplotlib, проверок курса и Markdown.
 TAGS = frozenset(
@@ -62,16 +70,33 @@ DROPPED_WITH_CONTENT = frozenset(
 )
 #: Куда может вести ссылка: веб, почта, якорь на той же странице.
 _SAFE_LINK = re.compile(r"(?i)(?:https?:|mailto:|#)")
-#: Откуда может быть картинка: веб или PNG, JPEG, GIF прямо в странице (base64).
-_SAFE_IMAGE = re.compile(r"(?i)(?:https?:.*|data:image/(?:png|jpeg|gif);base64,[a-z0-9+/=\s]*)")
+#: Откуда может быть картинка: только PNG, JPEG, GIF прямо в странице (base64). Картинка с
+#: другого сайта загружалась бы при каждом открытии отчёта или работы в formgrader, и сайт
+#: учащегося узнавал бы, кто, когда и откуда её открыл (пиксель слежения).
+_SAFE_IMAGE = re.compile(r"(?i)data:image/(?:png|jpeg|gif);base64,[a-z0-9+/=\s]*")
+#: Чем отмечается картинка с другого адреса, пока пометка не заняла её место (адрес
+#: ``data:`` ничего не загружает, даже если пометку поставить не удалось).
+_REMOTE_MARK = "data:,course7-remote-image"
+_REMOTE_IMG = re.compile(r"<img\b[^>]*\bsrc=\"" + re.escape(_REMOTE_MARK) + r"\"[^>]*>")
+_ALT = re.compile(r'\balt="([^"]*)"')
+#: Что видно вместо картинки с другого адреса.
+REMOTE_IMAGE = "картинка из интернета не показана"
+#: Что в стилях загружает ресурсы: ``url(…)``, ``image-set(…)``, ``@import``; ``\`` — их
+#: запись через escape-последовательности CSS.
+_CSS_FETCH = re.compile(r"(?i)url\s*\(|image-set|@import|\\")
 
 
 def _attribute(tag: str, name: str, value: str) -> str | None:
-    """Адреса в ``href`` и ``src`` — только разрешённые (остальные атрибуты как есть)."""
+    """Адреса в ``href`` и ``src`` — только разрешённые; стили — без загрузки ресурсов."""
     if name == "href":
         return value if _SAFE_LINK.match(value.strip()) else None
     if name == "src":
-        return value if _SAFE_IMAGE.fullmatch(value.strip()) else None
+        if _SAFE_IMAGE.fullmatch(value.strip()):
+            return value
+        return _REMOTE_MARK if tag == "img" and value.strip() else None
+    if name == "style":
+        kept = [part for part in value.split(";") if not _CSS_FETCH.search(part)]
+        return ";".join(kept) if len(kept) == len(value.split(";")) else ";".join(kept) or None
     return value
 
 
@@ -114,8 +139,42 @@ MARKDOWN_BLOCK = '<div class="course7-markdown">'
 
 
 def clean_html(text: str) -> str:
-    """HTML без скриптов, фреймов, обработчиков событий и опасных ссылок."""
-    return _CLEANER.clean(_encodable(text))
+    """HTML без скриптов, фреймов, обработчиков событий, опасных ссылок и чужих ресурсов.
+
+    Картинка с другого адреса становится пометкой :data:`REMOTE_IMAGE` (с её подписью, без
+    ссылки), из стилей уходит всё, что загружает ресурсы.
+    """
+    return _REMOTE_IMG.sub(_remote_note, _CLEANER.clean(_encodable(text)))
+
+
+def _remote_note(match: re.Match) -> str:
+    alt = _ALT.search(match[0])
+    label = f"{REMOTE_IMAGE}: {alt[1]}" if alt and alt[1].strip() else REMOTE_IMAGE
+    return f'<span class="course7-remote-image">[{label}]</span>'
+
+
+#: Картинки с другого адреса в Markdown курса: ``![подпись](http…)`` и ``<img … src="http…">``.
+_MARKDOWN_REMOTE = re.compile(r"!\[([^\]]*)\]\(\s*<?https?:[^)]*\)")
+_HTML_REMOTE = re.compile(r"(?is)<img\b[^>]*\bsrc\s*=\s*[\"']?\s*(?:https?:)?//[^>]*>")
+_HTML_ALT = re.compile(r"(?is)\balt\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+
+
+def without_remote_images(markdown: str) -> str:
+    """Markdown курса без картинок с других адресов: вместо картинки — её подпись.
+
+    Так значки «Открыть в Colab» в отчёте и в formgrader — просто ссылки: открыть страницу
+    не значит обратиться к сайтам Colab и Kaggle.
+    """
+    if "http" not in markdown and "//" not in markdown:
+        return markdown
+
+    def alt_of(match: re.Match) -> str:
+        alt = _HTML_ALT.search(match[0])
+        text = (alt[1] or alt[2]) if alt else ""
+        return text.strip() or f"[{REMOTE_IMAGE}]"
+
+    markdown = _MARKDOWN_REMOTE.sub(lambda m: m[1].strip() or f"[{REMOTE_IMAGE}]", markdown)
+    return _HTML_REMOTE.sub(alt_of, markdown)
 
 
 def clean_markdown(text: str, attachments: dict | None = None) -> str:
@@ -143,6 +202,8 @@ def clean_markdown(text: str, attachments: dict | None = None) -> str:
 def clean_notebook(nb: dict) -> dict:
     """Чистит HTML в выводах и Markdown ячеек, которые написал учащийся (на месте).
 
+    В Markdown курса картинки с других адресов заменяются подписями (:func:`without_remote_images`).
+
     Повторная чистка ничего не меняет. Markdown всей тетрадки вместе ограничен
     :data:`MARKDOWN_NOTEBOOK_LIMIT`: дальше ответы и выводы заменяются пометкой.
     """
@@ -154,6 +215,8 @@ def clean_notebook(nb: dict) -> dict:
                 cell["source"] = clean_markdown(source, cell.get("attachments"))
             else:
                 cell["source"] = f"_{_too_big(TOO_BIG_ANSWER, source, MARKDOWN_LIMIT)}_"
+        elif cell.get("cell_type") == "markdown":
+            cell["source"] = without_remote_images(cell_source(cell))
         for output in cell.get("outputs", []) or []:
             if "metadata" in output:
                 # nbconvert пишет width и height картинки в тег без кавычек: «1 onerror=…»

@@ -26,10 +26,10 @@ from urllib.parse import quote
 from feedback.answers.mistakes import describe
 from feedback.formatting import plural
 from feedback.teacher.class_data import NO_CODE, SLOW_FACTOR, SLOW_SECONDS, ClassData, TaskStats
+from feedback.teacher.safe_html import CSP_META
 
 TITLE = "Сводка оценивания курса 7"
 #: Политика страницы: только встроенные стили и картинки data:, никаких скриптов и сети.
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 PASSED_COLOUR = "#2e7d32"
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222;
@@ -329,7 +329,7 @@ def render(data: ClassData, work: Path) -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="ru"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f"{CSP_META}"
         '<meta name="referrer" content="no-referrer">'
         f"<title>{_e(TITLE)}</title><style>{STYLE}</style></head><body>"
         f"<h1>{_e(TITLE)}</h1>"
