@@ -30,7 +30,7 @@ MISTAKES: dict[str, str] = {
     "calling.ignores_argument": "функция не использует один из своих аргументов",
     # --------------------------------------------------------------- 7.2 FLOPs
     "flops.forward_only": "учтён только прямой проход: 2·P·N вместо 6·P·N",
-    "flops.backward_only": "учтён только обратный проход: 4·P·N вместо 6·P·N",
+    "flops.backward_only": "4·P·N вместо 6·P·N: только обратный проход или оценка для LoRA",
     "flops.missing_factor_6": "нет множителя 6: P·N вместо 6·P·N",
     "flops.sum_not_product": "параметры и токены сложены, а не перемножены: 6·(P + N)",
     "flops.table_missing_scenario": "в таблице нет одного из сценариев",
@@ -40,6 +40,11 @@ MISTAKES: dict[str, str] = {
     "flops.table_number_as_string": "FLOPs в таблице записаны строкой, а не числом",
     "flops.table_function_not_called": "в таблице сама функция, а не её результат",
     "flops.table_wrong_inputs": "FLOPs посчитаны не от тех Parameters или Tokens",
+    "flops.table_all_bert_passes": "FLOPs в таблице умножены на 40 проходов BERT из сноски",
+    "flops.table_exponent_slip": "FLOPs в таблице в 10 раз не те: ошибка в показателе степени",
+    "flops.time_at_peak": "время обучения посчитано по паспортному пику, без доли пика (MFU)",
+    "flops.time_utilization_inverted": "доля пика (MFU) умножает FLOPs, а не делит время",
+    "flops.time_in_hours": "время обучения в часах, а не в секундах",
     # --------------------------------------------------------------- 7.3 веса Gemma-4B
     "wall.bytes_not_gib": "память весов в байтах, а не в ГиБ",
     "wall.gb_not_gib": "память весов в ГБ (÷10⁹), а не в ГиБ (÷1024³)",
