@@ -94,6 +94,7 @@ MISTAKES: dict[str, str] = {
     "budget.bits_not_bytes": "умножено на число бит (32 или 16), а не байт",
     "budget.forgot_bytes_per_number": "забыт множитель — байты на число",
     "budget.rounded_param_count": "взяты круглые 4 млрд параметров вместо точного числа",
+    "budget.remainder_not_weights": "записан остаток памяти на обучение, а не память под веса",
     "budget.full_training": "к весам добавлены градиенты и Adam всех параметров, как без LoRA",
     # --------------------------------------------------------------- 7.5 точность весов
     "precision.mixed_policy": "смешанная точность вместо весов в bfloat16",
@@ -110,6 +111,9 @@ MISTAKES: dict[str, str] = {
     "lora.missing_layers": "LoRA включена не во всех слоях внимания",
     "lora.extra_trainable": "кроме матриц LoRA обучаются и другие веса",
     "lora.frozen": "матрицы LoRA заморожены",
+    "lora.count_flat_matrices": "параметры LoRA по плоским W: одна A на матрицу, а не на голову",
+    "lora.count_without_b": "в числе параметров LoRA забыты матрицы B",
+    "lora.count_one_block": "параметры LoRA посчитаны для одного блока, без × число блоков",
     # --------------------------------------------------------------- 7.5, 7.6 оптимизатор
     "optimizer.adam_not_adamw": "Adam вместо AdamW",
     "optimizer.not_adamw": "оптимизатор не AdamW",
