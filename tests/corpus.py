@@ -690,12 +690,12 @@ def gpu_works() -> list[Work]:
             },
         ),
         Work("g75_untouched", LAB5, student_notebook(LAB5), {t: 0 for t in LAB5_TASKS}),
-        Work("g76_correct", LAB6, submission(LAB6), {"check_optimizer_accumulation": 2}),
+        Work("g76_correct", LAB6, submission(LAB6), lab6_points()),
         Work(
             "g76_no_accumulation",
             LAB6,
             submission(LAB6, {"optimizer_accumulation": no_accumulation}),
-            {"check_optimizer_accumulation": 0},
+            lab6_points("check_optimizer_accumulation"),
             mistakes={"check_optimizer_accumulation": "optimizer.no_accumulation"},
         ),
         Work(
@@ -708,7 +708,9 @@ def gpu_works() -> list[Work]:
                     + "\naccumulation.check_optimizer = lambda *a, **k: None"
                 },
             ),
-            {"check_optimizer_accumulation": 0},
+            # Подменённую check_optimizer находит и зонд задания 2 (та же проверка, steps=2):
+            # вердикта нет и там, хотя оптимизатор для карты 32 ГБ в работе верный.
+            lab6_points("check_optimizer_accumulation", "check_optimizer_32gb"),
             flagged=True,
         ),
         Work(
