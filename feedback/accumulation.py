@@ -5,10 +5,14 @@
 оптимизатора), а сами гиперпараметры задания, с которыми его сравнивают, и подсказки —
 в :mod:`feedback.answers.accumulation` (в песочнице оценивания этой папки нет).
 
-:func:`accumulation_demo` на крошечной модели показывает, почему накопление работает:
-среднее градиентов восьми микробатчей по одному примеру равно градиенту батча из восьми
-примеров (потери усредняются по батчу), и :data:`TOKEN_WEIGHTS_NOTE` объясняет, когда
-это верно для языковой модели.
+:func:`accumulation_demo` на крошечной модели делает настоящий ``model.fit`` тремя
+способами: батч из 8, батч 1 с ``gradient_accumulation_steps=8`` и батч 1 без накопления, —
+и сравнивает веса и ``optimizer.iterations``: накопление делает тот же шаг, что батч из 8
+(потери усредняются по батчу). :data:`TOKEN_WEIGHTS_NOTE` объясняет, когда это верно для
+языковой модели.
+
+Та же :func:`check_optimizer` проверяет и задание 2 лабораторной 7.6 — оптимизатор для карты
+на 32 ГБ, в которую помещается физический батч 4 (``steps=2``).
 
 Как это устроено в Keras 3.15 (бэкенд JAX, проверено тестами курса): с
 ``gradient_accumulation_steps=k`` оптимизатор складывает градиенты k микробатчей
@@ -28,7 +32,7 @@ from typing import Any
 from feedback.engine.calling import LearnerProblem
 from feedback.engine.graded import GradedCheck, graded_check
 from feedback.engine.result import CheckResult
-from feedback.formatting import format_plain, format_scientific, format_significant
+from feedback.formatting import format_plain, format_scientific, format_significant, plural
 from feedback.settings import default_keras_backend
 
 SEED = 812
@@ -161,24 +165,36 @@ def check_optimizer(
     Нужен ``keras.optimizers.AdamW`` с ``weight_decay``, ``beta_1``, ``beta_2``,
     ``epsilon`` и ``clipnorm`` из задания, скоростью обучения ``learning_rate`` и
     ``gradient_accumulation_steps == steps``. ``steps=None`` — накопления быть не должно
-    (так в лабораторной 7.5 и в эксперименте с батчем 4 в лабораторной 7.6). Каждое
-    неверное значение называется с ожидаемым и полученным.
+    (так в лабораторной 7.5 и в эксперименте с батчем 4 в лабораторной 7.6); ``steps=2`` —
+    задание 2 лабораторной 7.6, карта 32 ГБ с физическим батчем 4. Каждое неверное значение
+    называется с ожидаемым и полученным.
     """
 
 
 # --------------------------------------------------------------------------- демонстрация
 
-#: Столбцы таблицы :func:`accumulation_demo`.
+#: Столбцы таблицы :func:`accumulation_demo`: веса слоя до шага и после эпохи тремя способами.
 COLUMN_WEIGHT = "Вес"
-COLUMN_FULL = "Градиент: батч из 8"
-COLUMN_ACCUMULATED = "Градиент: среднее 8 микробатчей по 1"
-COLUMN_SINGLE = "Градиент: один пример"
-COLUMN_DIFFERENCE = "|Разница|"
-DEMO_COLUMNS = (COLUMN_WEIGHT, COLUMN_FULL, COLUMN_ACCUMULATED, COLUMN_SINGLE, COLUMN_DIFFERENCE)
+COLUMN_START = "До обучения"
+COLUMN_FULL = "Батч из 8"
+COLUMN_ACCUMULATED = "Батч 1, накопление ×8"
+COLUMN_SINGLE = "Батч 1 без накопления"
+COLUMN_DIFFERENCE = "|Разница| батча 8 и накопления"
+DEMO_COLUMNS = (
+    COLUMN_WEIGHT,
+    COLUMN_START,
+    COLUMN_FULL,
+    COLUMN_ACCUMULATED,
+    COLUMN_SINGLE,
+    COLUMN_DIFFERENCE,
+)
 
 DEMO_BATCH = 8
 DEMO_FEATURES = 3
 DEMO_UNITS = 2
+#: SGD, а не Adam: первый шаг Adam зависит только от знака градиента, и разные градиенты
+#: дали бы почти одинаковые веса.
+DEMO_LEARNING_RATE = 0.1
 DEMO_TOLERANCE = 1e-6
 
 
@@ -204,94 +220,106 @@ def _import_keras() -> Any:
     return keras
 
 
-def _demo_layer_and_data(keras: Any) -> tuple[Any, Any, Any]:
-    """Слой Dense 3 → 2 и батч из 8 примеров; всё с зерном 812.
+def _demo_data() -> tuple[Any, Any]:
+    """Восемь примеров: 3 признака, 2 ответа; зерно 812."""
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(DEMO_BATCH, DEMO_FEATURES)).astype("float32")
+    y = rng.normal(size=(DEMO_BATCH, DEMO_UNITS)).astype("float32")
+    return x, y
+
+
+def _demo_model(keras: Any) -> Any:
+    """Слой Dense 3 → 2 с весами от зерна 812.
 
     Глобальное зерно keras не трогаем: ``keras.utils.set_random_seed`` после загрузки
     Gemma ломает токенизатор (ресурс SentencePiece в TensorFlow), а демонстрацию
     запускают рядом с ней.
     """
-    import numpy as np
-
-    layer = keras.layers.Dense(
-        DEMO_UNITS,
-        kernel_initializer=keras.initializers.GlorotUniform(seed=SEED),
-        bias_initializer=keras.initializers.RandomNormal(stddev=0.5, seed=SEED),
-        name="demo_dense",
-    )
-    layer.build((None, DEMO_FEATURES))
-    rng = np.random.default_rng(SEED)
-    x = rng.normal(size=(DEMO_BATCH, DEMO_FEATURES)).astype("float32")
-    y = rng.normal(size=(DEMO_BATCH, DEMO_UNITS)).astype("float32")
-    return layer, x, y
-
-
-def _gradients(keras: Any, layer: Any, x: Any, y: Any) -> list[Any]:
-    """Градиенты средней квадратичной ошибки по весам слоя (numpy-массивы)."""
-    import numpy as np
-
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        def loss(weights: list[Any]) -> Any:
-            prediction, _ = layer.stateless_call(weights, [], x)
-            return keras.ops.mean(keras.ops.square(prediction - y))
-
-        weights = [variable.value for variable in layer.trainable_variables]
-        return [np.asarray(g) for g in jax.grad(loss)(weights)]
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        with tf.GradientTape() as tape:
-            loss = keras.ops.mean(keras.ops.square(layer(x) - y))
-        grads = tape.gradient(loss, [v.value for v in layer.trainable_variables])
-        return [np.asarray(g) for g in grads]
-    raise RuntimeError(
-        f"демонстрация написана для бэкендов jax и tensorflow, а выбран {backend}. "
-        "Задайте KERAS_BACKEND=jax до импорта keras."
+    return keras.Sequential(
+        [
+            keras.Input((DEMO_FEATURES,)),
+            keras.layers.Dense(
+                DEMO_UNITS,
+                kernel_initializer=keras.initializers.GlorotUniform(seed=SEED),
+                bias_initializer=keras.initializers.RandomNormal(stddev=0.5, seed=SEED),
+                name="demo_dense",
+            ),
+        ]
     )
 
 
-def accumulation_demo() -> tuple[Any, bool]:
-    """Сравнивает градиент батча из 8 примеров со средним градиентов 8 микробатчей по 1.
+def _weights_of(model: Any) -> list[Any]:
+    """Веса модели numpy-массивами (Variable.numpy() в Keras 3.15 с numpy 2 шумит)."""
+    import numpy as np
 
-    Крошечный слой ``Dense`` (3 входа, 2 выхода), средняя квадратичная ошибка,
-    зерно 812. Возвращает таблицу pandas (по строке на каждое число в весах:
-    градиент по всему батчу, среднее накопленных градиентов, градиент одного
-    примера и модуль разницы) и признак, что разница не больше 1e-6.
+    return [np.array(variable.value) for variable in model.weights]
+
+
+def _one_epoch(
+    keras: Any, start: list[Any], x: Any, y: Any, batch_size: int, accumulation: int | None
+) -> tuple[list[Any], int]:
+    """Одна эпоха ``model.fit`` по восьми примерам: веса после неё и ``optimizer.iterations``."""
+    import numpy as np
+
+    model = _demo_model(keras)
+    for variable, value in zip(model.weights, start, strict=True):
+        variable.assign(value)
+    options = {"gradient_accumulation_steps": accumulation} if accumulation else {}
+    optimizer = keras.optimizers.SGD(learning_rate=DEMO_LEARNING_RATE, **options)
+    model.compile(optimizer=optimizer, loss="mse")
+    model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
+    iterations = int(np.asarray(getattr(optimizer.iterations, "value", optimizer.iterations)))
+    return _weights_of(model), iterations
+
+
+def accumulation_demo() -> tuple[Any, dict[str, int], bool]:
+    """Одна эпоха по восьми примерам тремя способами — настоящим ``model.fit`` Keras.
+
+    Крошечный слой ``Dense`` (3 входа, 2 выхода), средняя квадратичная ошибка, SGD,
+    одинаковые начальные веса: батч из 8; батч 1 с ``gradient_accumulation_steps=8``;
+    батч 1 без накопления. Возвращает таблицу pandas (по строке на каждое число в весах:
+    до обучения и после каждого способа, модуль разницы первых двух), число шагов
+    оптимизатора (``optimizer.iterations``) у каждого способа и признак, что батч из 8 и
+    накопление дали одни и те же веса (разница не больше 1e-6).
     """
     import numpy as np
     import pandas as pd
 
     keras = _import_keras()
-    layer, x, y = _demo_layer_and_data(keras)
-    full = _gradients(keras, layer, x, y)
-    micro = [_gradients(keras, layer, x[i : i + 1], y[i : i + 1]) for i in range(DEMO_BATCH)]
-    accumulated = [sum(parts) / DEMO_BATCH for parts in zip(*micro, strict=True)]
+    x, y = _demo_data()
+    start = _weights_of(_demo_model(keras))
+    full, full_steps = _one_epoch(keras, start, x, y, DEMO_BATCH, None)
+    accumulated, accumulated_steps = _one_epoch(keras, start, x, y, 1, DEMO_BATCH)
+    single, single_steps = _one_epoch(keras, start, x, y, 1, None)
     rows = []
-    for variable, g_full, g_acc, g_one in zip(
-        layer.trainable_variables, full, accumulated, micro[0], strict=True
+    for name, w0, w_full, w_acc, w_one in zip(
+        ("kernel", "bias"), start, full, accumulated, single, strict=True
     ):
-        name = variable.path.rsplit("/", 1)[-1]
-        for index in np.ndindex(g_full.shape):
-            label = f"{name}[{', '.join(str(i) for i in index)}]"
+        for index in np.ndindex(w0.shape):
             rows.append(
                 {
-                    COLUMN_WEIGHT: label,
-                    COLUMN_FULL: float(g_full[index]),
-                    COLUMN_ACCUMULATED: float(g_acc[index]),
-                    COLUMN_SINGLE: float(g_one[index]),
-                    COLUMN_DIFFERENCE: float(abs(g_full[index] - g_acc[index])),
+                    COLUMN_WEIGHT: f"{name}[{', '.join(str(i) for i in index)}]",
+                    COLUMN_START: float(w0[index]),
+                    COLUMN_FULL: float(w_full[index]),
+                    COLUMN_ACCUMULATED: float(w_acc[index]),
+                    COLUMN_SINGLE: float(w_one[index]),
+                    COLUMN_DIFFERENCE: float(abs(w_full[index] - w_acc[index])),
                 }
             )
     table = pd.DataFrame(rows, columns=list(DEMO_COLUMNS))
-    return table, bool(table[COLUMN_DIFFERENCE].max() <= DEMO_TOLERANCE)
+    iterations = {
+        COLUMN_FULL: full_steps,
+        COLUMN_ACCUMULATED: accumulated_steps,
+        COLUMN_SINGLE: single_steps,
+    }
+    return table, iterations, bool(table[COLUMN_DIFFERENCE].max() <= DEMO_TOLERANCE)
 
 
 def _formatted(table: Any) -> Any:
     shown = table.copy()
-    for column in (COLUMN_FULL, COLUMN_ACCUMULATED, COLUMN_SINGLE):
+    for column in (COLUMN_START, COLUMN_FULL, COLUMN_ACCUMULATED, COLUMN_SINGLE):
         shown[column] = [format_plain(value, 4) for value in table[column]]
     shown[COLUMN_DIFFERENCE] = [
         format_scientific(value, 2) if value else "0" for value in table[COLUMN_DIFFERENCE]
@@ -303,19 +331,24 @@ def show_accumulation_demo() -> None:
     """Показывает таблицу :func:`accumulation_demo` и вывод из неё по-русски."""
     from IPython.display import display
 
-    table, equal = accumulation_demo()
+    table, iterations, equal = accumulation_demo()
     display(_formatted(table))
+    steps = "; ".join(
+        f"{name.lower()} — {plural(count, 'шаг', 'шага', 'шагов')}"
+        for name, count in iterations.items()
+    )
+    print(f"optimizer.iterations после эпохи: {steps}.")
     largest = float(table[COLUMN_DIFFERENCE].max())
     shown = format_scientific(largest, 2) if largest else "0"
     single = float((table[COLUMN_SINGLE] - table[COLUMN_FULL]).abs().max())
     if equal:
         print(
-            f"Наибольшая разница — {shown}: среднее градиентов восьми микробатчей по одному "
-            "примеру совпадает с градиентом батча из восьми с точностью до округления float32. "
-            "Значит, накопление ×8 при batch_size=1 делает тот же шаг, что и батч из 8, а "
-            "памяти под активации нужно как для одного примера. Градиент одного примера "
-            f"отличается от них заметно (до {format_significant(single, 2)}): "
-            "он шумнее, поэтому и нужен батч."
+            f"Наибольшая разница весов после батча из 8 и после накопления ×8 — {shown}: "
+            "это один и тот же шаг с точностью до округления float32. Накопление ×8 при "
+            "batch_size=1 усреднило градиенты восьми микробатчей и обновило веса один раз, "
+            "как батч из 8, а памяти под активации ему нужно как для одного примера. Без "
+            "накопления батч 1 сделал восемь шагов, каждый по шумному градиенту одного "
+            f"примера, и пришёл к другим весам (отличие до {format_significant(single, 2)})."
         )
         print(TOKEN_WEIGHTS_NOTE)
     else:

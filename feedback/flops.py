@@ -1,8 +1,10 @@
 """Проверки лабораторной 7.2 «Оцените FLOPs обучения».
 
 Правило курса: за эпоху обучение тратит около 6·P·N операций — 2·P·N на прямой
-проход и 4·P·N на обратный (P — все параметры модели, N — токены). Сама формула и
-типичные ошибки — в :mod:`feedback.answers.flops` (в песочнице оценивания их нет).
+проход и 4·P·N на обратный (P — все параметры модели, N — токены). Время обучения —
+FLOPs, делённые на полезную скорость видеокарты: паспортный пик × доля пика (MFU).
+Сами формулы и типичные ошибки — в :mod:`feedback.answers.flops` (в песочнице
+оценивания их нет).
 """
 
 from __future__ import annotations
@@ -12,11 +14,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from feedback.engine.calling import LearnerProblem
-from feedback.engine.comparing import FunctionTask, answer, is_close, log_uniform
+from feedback.engine.comparing import FunctionTask, answer, choice, is_close, log_uniform
 from feedback.engine.graded import GradedCheck, graded_check
 from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.engine.values import describe, revive
-from feedback.formatting import format_flops, format_number, format_pair, parse_number, plural
+from feedback.formatting import (
+    format_flops,
+    format_number,
+    format_pair,
+    format_significant,
+    parse_number,
+    plural,
+)
 
 #: Сценарии задания 2: название (как в таблице), параметры P, токены N.
 SCENARIOS: tuple[tuple[str, float, float], ...] = (
@@ -54,6 +63,41 @@ def check_compute_num_flops(fn: Any, cases: Sequence[Sequence[float]] | None = N
     """Проверяет ``compute_num_flops(param_count, num_tokens)`` на нескольких случаях.
 
     ``cases`` — свои наборы аргументов по порядку; по умолчанию — встроенные.
+    """
+
+
+#: Случаи для функции времени: пример лабораторной (RTX 4080, 40 % пика) и другие.
+TIME_CASES = (
+    {"num_flops": 1.875e18, "peak_flops_per_second": 97.5e12, "utilization": 0.4},
+    {"num_flops": 1.875e18, "peak_flops_per_second": 97.5e12, "utilization": 0.3},
+    {"num_flops": 2.527e24, "peak_flops_per_second": 97.5e12, "utilization": 0.3},
+    {"num_flops": 2.527e24, "peak_flops_per_second": 65e12, "utilization": 0.3},
+    {"num_flops": 6e9, "peak_flops_per_second": 1e9, "utilization": 0.5},
+)
+
+
+def _format_seconds(seconds: float, digits: int = 3) -> str:
+    return f"{format_significant(seconds, digits)} с"
+
+
+TRAINING_SECONDS = FunctionTask(
+    "training_seconds",
+    TIME_CASES,
+    "flops.TRAINING_SECONDS",
+    formatter=_format_seconds,
+    samplers={
+        "num_flops": log_uniform(1e15, 1e25),
+        "peak_flops_per_second": log_uniform(1e12, 1e15),
+        "utilization": choice(0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6),
+    },
+)
+
+
+@graded_check(TRAINING_SECONDS.graded("flops.check_training_seconds"))
+def check_training_seconds(fn: Any, cases: Sequence[Sequence[float]] | None = None) -> CheckResult:
+    """Проверяет ``training_seconds(num_flops, peak_flops_per_second, utilization)``.
+
+    Нужны секунды: ``num_flops / (peak_flops_per_second × utilization)``.
     """
 
 
@@ -211,7 +255,7 @@ def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[Pro
     problem = _cell_problem(name, row["FLOPs"])
     if problem:
         return [problem]
-    reference = answer("flops.COMPUTE_NUM_FLOPS")
+    reference = answer("flops.FINAL_RESULTS")
     got = float(row["FLOPs"])
     expected = reference.formula(params, tokens)
     if is_close(got, expected, TABLE_REL_TOL):
@@ -243,14 +287,19 @@ def _judge_final_results(observation: Any) -> CheckResult:
         if name in by_name:
             problems += _row_problems(by_name[name], params, tokens)
     if problems:
-        found = plural(len(problems), "ошибка", "ошибки", "ошибок")
+        # «в таблице 1 ошибка» читалось бы как «в таблице № 1».
+        found = (
+            "в таблице одна ошибка."
+            if len(problems) == 1
+            else f"ошибок в таблице: {format_number(len(problems))}."
+        )
         # Код ошибки вердикта — той, к которой первая «Подсказка:» в тексте, иначе первой
         # известной.
         hinted = [known for text, known in problems if known and "Подсказка:" in text]
         mistake = next(iter(hinted), None) or next((k for _, k in problems if k), UNKNOWN)
         return failed(
             "final_results_data",
-            f"в таблице {found}.",
+            found,
             *(text for text, _ in problems),
             mistake=mistake,
         )

@@ -18,6 +18,11 @@ Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) 
 подсказки к ошибкам — в :mod:`feedback.answers.precision`: в песочнице оценивания этой
 папки нет, и код учащегося не может ни спросить вердикт, ни подсмотреть эталон.
 
+Здесь же задание на число параметров LoRA (:func:`check_lora_parameter_count`): учащийся
+выводит формулу по размерам матриц, а :func:`show_lora_count` сверяет её с числом
+обучаемых параметров загруженной модели. Верная формула и подсказки — в
+:mod:`feedback.answers.precision`.
+
 Модуль лёгкий: keras здесь не импортируется, проверки работают с тем объектом,
 который передал учащийся.
 """
@@ -29,11 +34,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feedback.engine.calling import LearnerProblem
+from feedback.engine.calling import (
+    LearnerProblem,
+    as_number,
+    learner_value,
+    observe_call,
+    require_function,
+)
+from feedback.engine.comparing import FunctionTask, choice, integers
 from feedback.engine.graded import GradedCheck, graded_check
 from feedback.engine.result import CheckResult
 from feedback.engine.values import describe
-from feedback.formatting import format_gib
+from feedback.formatting import format_gib, format_plain
 
 #: Слой, тип весов которого смотрит учащийся в задании 1 лабораторной 7.5.
 LAB_LAYER = "decoder_block_0"
@@ -325,6 +337,115 @@ def check_lora(model: Any, rank: int = 4) -> CheckResult:
     """
 
 
+# --------------------------------------------------------------------------- число параметров LoRA
+
+LORA_COUNT_ARGS = (
+    "hidden_dim",
+    "head_dim",
+    "num_query_heads",
+    "num_kv_heads",
+    "rank",
+    "num_blocks",
+)
+#: Случаи: Gemma-4B, затем по одному изменённому размеру, крошечная Gemma и Gemma-1B.
+LORA_COUNT_CASES = tuple(
+    dict(zip(LORA_COUNT_ARGS, values, strict=True))
+    for values in (
+        (2560, 256, 8, 4, 4, 34),  # gemma3_4b_text
+        (2560, 256, 8, 4, 8, 34),  # rank
+        (2560, 256, 8, 4, 8, 26),  # num_blocks
+        (2560, 128, 8, 4, 8, 26),  # head_dim
+        (2560, 128, 8, 2, 8, 26),  # num_kv_heads
+        (2560, 128, 16, 2, 8, 26),  # num_query_heads
+        (1024, 128, 16, 2, 8, 26),  # hidden_dim
+        (64, 16, 4, 2, 4, 2),  # крошечная Gemma курса
+        (1152, 256, 4, 1, 4, 26),  # gemma3_1b
+    )
+)
+
+
+def _format_count(value: float, digits: int = 3) -> str:
+    return format_plain(value, max(0, digits - 3))
+
+
+LORA_PARAMETERS = FunctionTask(
+    "lora_parameter_count",
+    LORA_COUNT_CASES,
+    "precision.LORA_PARAMETERS",
+    formatter=_format_count,
+    samplers={
+        "hidden_dim": choice(64, 256, 768, 1024, 1152, 2048, 2560, 3072, 4096),
+        "head_dim": choice(16, 32, 64, 128, 256),
+        "num_query_heads": choice(1, 2, 4, 8, 16, 32),
+        "num_kv_heads": choice(1, 2, 4, 8),
+        "rank": choice(1, 2, 4, 8, 16),
+        "num_blocks": integers(1, 64),
+    },
+)
+
+
+@graded_check(LORA_PARAMETERS.graded("precision.check_lora_parameter_count"))
+def check_lora_parameter_count(
+    fn: Any, cases: Sequence[Sequence[float]] | None = None
+) -> CheckResult:
+    """Проверяет ``lora_parameter_count(hidden_dim, head_dim, num_query_heads, num_kv_heads,
+    rank, num_blocks)``: сколько параметров обучает LoRA, если Keras раскладывает её по головам.
+    """
+
+
+def _lora_shapes(model: Any, rank: int) -> dict[str, int] | None:
+    """Размеры основной сети модели для :func:`lora_parameter_count` или ``None``."""
+    backbone = resolve_backbone(model)
+    names = {
+        "hidden_dim": "hidden_dim",
+        "head_dim": "head_dim",
+        "num_query_heads": "num_query_heads",
+        "num_kv_heads": "num_key_value_heads",
+        "num_blocks": "num_layers",
+    }
+    shapes: dict[str, int] = {}
+    for argument, attribute in names.items():
+        value = getattr(backbone, attribute, None)
+        if not isinstance(value, int):
+            return None
+        shapes[argument] = value
+    shapes["rank"] = rank
+    return {name: shapes[name] for name in LORA_COUNT_ARGS}
+
+
+def lora_count_report(fn: Any, model: Any, rank: int = 4) -> str:
+    """Сверка формулы учащегося с числом обучаемых параметров загруженной модели (текст)."""
+    try:
+        shapes = _lora_shapes(model, rank)
+        trainable, _ = parameter_counts(model)
+    except (LearnerProblem, TypeError) as problem:
+        return f"Сверить не с чем: {problem}"
+    if shapes is None:
+        return "Сверить не с чем: у модели нет размеров Gemma 3 (hidden_dim, head_dim, …)."
+    sizes = ", ".join(f"{name}={value}" for name, value in shapes.items())
+    try:
+        require_function(fn)
+        got = as_number(learner_value(observe_call(fn, shapes), shapes), shapes)
+    except LearnerProblem as problem:
+        return f"lora_parameter_count: {problem.headline}"
+    shown = format_plain(trainable, 0)
+    if got == trainable:
+        return (
+            f"Размеры этой модели: {sizes}. Ваша формула даёт {format_plain(got, 0)} — ровно "
+            f"столько параметров обучается у модели после enable_lora(rank={rank}) "
+            f"(model.summary() показывает то же: Trainable params: {shown})."
+        )
+    return (
+        f"Размеры этой модели: {sizes}. Ваша формула даёт {format_plain(got, 1)}, а у модели "
+        f"после enable_lora(rank={rank}) обучается {shown}. Сравните с проверкой выше."
+    )
+
+
+def show_lora_count(fn: Any, model: Any, rank: int = 4) -> None:
+    """Печатает :func:`lora_count_report`."""
+    print(lora_count_report(fn, model, rank))
+
+
 # --------------------------------------------------------------------------- бюджет памяти
 
 WEIGHTS_BUDGET_TITLE = "Память под веса в разных форматах"
@@ -366,8 +487,7 @@ def dtype_choice(value: Any) -> str:
         )
     if value is None:
         raise LearnerProblem(
-            "тип весов ещё не выбран: в переменной None — пустое значение, а нужна строка "
-            "с именем типа.",
+            "тип весов ещё не выбран: в WEIGHTS_DTYPE пока None, а нужна строка с именем типа.",
             "Впишите имя типа строкой в кавычках и выполните ячейку.",
         )
     if not isinstance(value, str):
@@ -398,9 +518,10 @@ class WeightsDtypeError(ValueError):
         return ["Модель не загружена.", *str(self).splitlines()]
 
 
-#: Память шага обучения лабораторной 7.5 по оценке XLA, ГиБ: веса в bfloat16, LoRA ранга 4,
-#: AdamW, батч 1, длина 400 (скомпилировано на процессоре, копии матриц во float32 для
-#: умножения на процессоре вычтены; та же оценка — на графике памяти лабораторной 7.6).
+#: Память шага обучения лабораторной 7.5 по оценке компилятора XLA, ГиБ: веса в bfloat16,
+#: LoRA ранга 4, AdamW, батч 1, длина 400. Это оценка, а не замер на T4: шаг скомпилирован на
+#: процессоре, копии матриц во float32 для умножения на процессоре вычтены; та же оценка — на
+#: графике памяти лабораторной 7.6.
 TRAINING_STEP_GIB = {"gemma3_4b_text": 11.5}
 
 
@@ -460,10 +581,10 @@ def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> s
         raise WeightsDtypeError(
             f"С типом {choice} веса {preset} займут {format_gib(weights)} из "
             f"{format_gib(usable)}, доступных видеокарте, и на обучение останется лишь "
-            f"{format_gib(left, 2)}. А шагу обучения сверх весов нужно ещё не меньше "
-            f"{format_gib(overhead, 2)}: активации, логиты словаря, матрицы LoRA с градиентами "
-            "и моментами Adam, временные буферы XLA. Даже если загрузка пройдёт, обучение "
-            "упадёт с нехваткой памяти, и среду придётся перезапускать. Проверьте задание 1 и "
-            "выполните ячейки заново."
+            f"{format_gib(left, 2)}. А шагу обучения сверх весов, по оценке компилятора XLA, "
+            f"нужно ещё не меньше {format_gib(overhead, 2)}: активации, логиты словаря, "
+            "матрицы LoRA с градиентами и моментами Adam, временные буферы XLA. Даже если "
+            "загрузка пройдёт, обучение упадёт с нехваткой памяти, и среду придётся "
+            "перезапускать. Проверьте задание 1 и выполните ячейки заново."
         )
     return choice

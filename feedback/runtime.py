@@ -216,7 +216,7 @@ def choose_preset(
     (:func:`feedback.gpu.kaggle_access.ensure_kaggle_access`): есть ли ключ и отдаёт ли
     Kaggle файл ``config.json`` пресета. Ошибка — короткая русская инструкция без
     трассировки. ``check_credentials=False`` пропускает всю проверку,
-    ``check_access`` подменяет сетевой запрос (в тестах); в крошечном режиме в сеть
+    ``check_access`` подменяет сетевой запрос (в тестах); в учебном режиме в сеть
     не ходим никогда.
     """
     env = os.environ if env is None else env

@@ -634,7 +634,15 @@ COPIED_PAIRS = {
 
 # --------------------------------------------------------------------------- GPU
 
-LAB5_TASKS = ("check_weights_budget", "check_weights_dtype", "check_lora", "check_optimizer")
+#: Задания 7.5 с автопроверкой и их баллы (оптимизатор — 1 балл: значения в основном даны).
+LAB5_POINTS = {
+    "check_weights_budget": 2,
+    "check_weights_dtype": 2,
+    "check_lora": 2,
+    "check_lora_parameter_count": 2,
+    "check_optimizer": 1,
+}
+LAB5_TASKS = tuple(LAB5_POINTS)
 OPTIMIZER_7_5 = """optimizer = keras.optimizers.AdamW(
     learning_rate={lr}, weight_decay=0.01, beta_1=0.9, beta_2=0.95, epsilon=1e-6, clipnorm=0.5
 )"""
@@ -648,7 +656,13 @@ for prompt in generation.PROMPTS:
 
 
 def lab5_points(*lost: str) -> dict[str, float]:
-    return {task: 0 if task in lost else 2 for task in LAB5_TASKS}
+    return {task: 0 if task in lost else points for task, points in LAB5_POINTS.items()}
+
+
+def lab6_points(*lost: str) -> dict[str, float]:
+    """Баллы 7.6: оптимизатор для T4 и расчёт для карты 32 ГБ, по 2 балла."""
+    tasks = ("check_optimizer_accumulation", "check_optimizer_32gb")
+    return {task: 0 if task in lost else 2 for task in tasks}
 
 
 def gpu_works() -> list[Work]:
@@ -676,12 +690,12 @@ def gpu_works() -> list[Work]:
             },
         ),
         Work("g75_untouched", LAB5, student_notebook(LAB5), {t: 0 for t in LAB5_TASKS}),
-        Work("g76_correct", LAB6, submission(LAB6), {"check_optimizer_accumulation": 2}),
+        Work("g76_correct", LAB6, submission(LAB6), lab6_points()),
         Work(
             "g76_no_accumulation",
             LAB6,
             submission(LAB6, {"optimizer_accumulation": no_accumulation}),
-            {"check_optimizer_accumulation": 0},
+            lab6_points("check_optimizer_accumulation"),
             mistakes={"check_optimizer_accumulation": "optimizer.no_accumulation"},
         ),
         Work(
@@ -694,7 +708,9 @@ def gpu_works() -> list[Work]:
                     + "\naccumulation.check_optimizer = lambda *a, **k: None"
                 },
             ),
-            {"check_optimizer_accumulation": 0},
+            # Подменённую check_optimizer находит и зонд задания 2 (та же проверка, steps=2):
+            # вердикта нет и там, хотя оптимизатор для карты 32 ГБ в работе верный.
+            lab6_points("check_optimizer_accumulation", "check_optimizer_32gb"),
             flagged=True,
         ),
         Work(
@@ -863,12 +879,7 @@ def trust_works() -> list[Work]:
                 ),
                 SHADOW_PACKAGE,
             ),
-            {
-                "check_weights_budget": 2,
-                "check_weights_dtype": 0,
-                "check_lora": 2,
-                "check_optimizer": 0,
-            },
+            lab5_points("check_weights_dtype", "check_optimizer"),
             flagged=True,
         ),
         Work(

@@ -110,7 +110,7 @@ def test_square_root_scaling_is_recognised_but_the_lab_rule_is_linear(keras, rat
 @pytest.mark.parametrize(
     ("steps", "phrases"),
     [
-        (2, ["раз в 2 микробатча", "из 2 примеров"]),
+        (2, ["раз в 2 микробатча", "при batch_size=4", "из 8 примеров"]),
         (5, ["раз в 5 микробатчей", "из 5 примеров"]),
         (21, ["раз в 21 микробатч", "из 21 примера"]),
     ],
@@ -164,7 +164,12 @@ WRONG_7_6_DERIVATIONS = [
     # Скорость 7.5, умноженная на 8: 5e-5 × 8.
     ({"learning_rate": 4e-4}, "optimizer.lr_from_7_5_scaled", "5e-5 × 8"),
     # Скорость 7.5 как есть.
-    ({"learning_rate": 5e-5}, "optimizer.lr_from_7_5", "подобрана для другого батча"),
+    ({"learning_rate": 5e-5}, "optimizer.lr_from_7_5", "была при батче 1"),
+    # 1e-4 поделена на 8, а не умножена.
+    ({"learning_rate": 1.25e-5}, "optimizer.lr_divided", "поделена, а не умножена"),
+    # Ошибка в показателе степени: 8e-5 и 8e-3 вместо 8e-4.
+    ({"learning_rate": 8e-5}, "optimizer.lr_exponent_slip", "в 10 раз меньше"),
+    ({"learning_rate": 8e-3}, "optimizer.lr_exponent_slip", "в 10 раз больше"),
     # Без масштабирования и с √k — подсказки были и раньше.
     ({"learning_rate": 1e-4}, "optimizer.lr_not_scaled", "1e-4 × 8 = 8e-4"),
     ({"learning_rate": 1e-4 * 8**0.5}, "optimizer.lr_sqrt_k", "√8"),
@@ -188,13 +193,20 @@ def test_the_7_6_derivation_itself_passes(keras):
     assert result.passed and result.mistake is None, result.message
 
 
-def test_learning_rate_of_7_5_is_said_to_be_for_another_batch(keras):
+def test_learning_rate_of_7_5_is_said_to_be_for_batch_1_too(keras):
+    """В 7.5 5e-5 тоже была при батче 1: подсказка не зовёт его «другим батчем»."""
     message = accumulation.check_optimizer(adamw(keras, learning_rate=5e-5)).message
     assert "5e-5 — скорость обучения из лабораторной 7.5" in message
-    assert "подобрана для другого батча" in message and "эффективный батч 1" in message
+    assert "была при батче 1" in message and "для другого батча" not in message
     assert "эффективный батч 8" in message and "1e-4 × 8 = 8e-4" in message
     # Старая формулировка звала основой опыт с батчем 4 — а таблица задания говорит «батч 1».
     assert "из эксперимента с батчем 4" not in message
+
+
+def test_scaling_the_rate_of_7_5_is_acknowledged_as_right_reasoning(keras):
+    message = accumulation.check_optimizer(adamw(keras, learning_rate=4e-4)).message
+    assert "Рассуждение верное" in message and "оригинале курса" in message
+    assert "1e-4 × 8 = 8e-4" in message
 
 
 def test_steps_equal_to_the_target_batch_are_named(keras):
@@ -220,6 +232,55 @@ def test_lab_7_6_hints_stay_out_of_other_settings(keras):
         learning_rate=8e-4,
     )
     assert "из опыта" not in other.message, other.message
+
+
+# --------------------------------------------------------------------------- карта 32 ГБ
+
+
+def plan(keras, steps, learning_rate):
+    """Задание 2 лабораторной 7.6: оптимизатор для карты 32 ГБ (физический батч 4)."""
+    optimizer = adamw(keras, gradient_accumulation_steps=steps, learning_rate=learning_rate)
+    return accumulation.check_optimizer(optimizer, steps=2)
+
+
+def test_the_32gb_plan_passes(keras):
+    steps, learning_rate = 8 // 4, 1e-4 * 8 / 1
+    result = plan(keras, steps, learning_rate)
+    assert result.passed and result.mistake is None, result.message
+    assert "При batch_size=4 эффективный батч: 4 × 2 = 8" in result.message
+
+
+# На T4 (физический батч 1) «микробатчей = эффективный батч» и «скорость × микробатчи» дают
+# верный ответ; на карте 32 ГБ (физический батч 4) — нет.
+WRONG_32GB_DERIVATIONS = [
+    ((8, 8e-4), "optimizer.steps_equal_target", "8 ÷ 4 = 2"),
+    ((4, 8e-4), "optimizer.wrong_accumulation_steps", "при batch_size=4"),
+    ((2, 2e-4), "optimizer.lr_base_batch_from_experiment", "на число микробатчей"),
+    ((2, 4e-4), "optimizer.lr_not_scaled", "для физического батча 4 без накопления"),
+    ((2, 1e-4), "optimizer.lr_not_scaled", "базовая скорость без пересчёта"),
+    ((2, 1e-4 * 8**0.5), "optimizer.lr_sqrt_k", "√8"),
+    ((2, 5e-5), "optimizer.lr_from_7_5", "была при батче 1"),
+    ((2, 1.25e-5), "optimizer.lr_divided", "поделена"),
+    ((2, 8e-5), "optimizer.lr_exponent_slip", "показателе степени"),
+]
+
+
+@pytest.mark.parametrize(("answers", "mistake", "words"), WRONG_32GB_DERIVATIONS)
+def test_each_wrong_32gb_derivation_gets_its_hint(keras, answers, mistake, words):
+    result = plan(keras, *answers)
+    assert not result.passed
+    assert result.mistake == mistake, result.message
+    assert "Подсказка: " in result.message and words in result.message
+
+
+def test_32gb_hints_name_the_right_numbers(keras):
+    message = plan(keras, 2, 1e-4).message
+    assert "1e-4 × 8 = 8e-4" in message
+    message = plan(keras, 2, 4e-4).message
+    assert "4e-4 × 2 = 8e-4" in message
+    both = plan(keras, 8, 2e-4)
+    assert "gradient_accumulation_steps" in both.headline and "learning_rate" in both.headline
+    assert both.message.count("Подсказка:") == 2
 
 
 def test_adam_is_not_adamw(keras):
@@ -389,34 +450,56 @@ def test_learning_rate_schedule_sees_micro_steps(keras, xy):
 # --------------------------------------------------------------------------- демонстрация
 
 
-def test_accumulation_demo_matches_full_batch(keras):
+def test_accumulation_demo_makes_the_same_update_as_the_full_batch(keras):
     start = time.perf_counter()
-    table, equal = accumulation.accumulation_demo()
-    # Демонстрация, а не обучение: секунды. Запас — на параллельный прогон тестов (под
-    # нагрузкой CI одна и та же демонстрация шла от 1 до 5,5 с).
-    assert time.perf_counter() - start < 15
+    table, iterations, equal = accumulation.accumulation_demo()
+    # Три крошечных fit, а не обучение: секунды. Запас — на параллельный прогон тестов.
+    assert time.perf_counter() - start < 30
     assert equal is True
     assert list(table.columns) == list(accumulation.DEMO_COLUMNS)
     assert len(table) == 3 * 2 + 2  # ядро 3×2 и смещение 2
-    assert table[accumulation.COLUMN_DIFFERENCE].max() < 1e-6
     np.testing.assert_allclose(
         table[accumulation.COLUMN_FULL], table[accumulation.COLUMN_ACCUMULATED], atol=1e-6
     )
-    # Один пример даёт заметно другой градиент: ради этого и нужен батч.
+    # Веса и правда сдвинулись, а восемь шагов по одному примеру привели в другое место.
+    moved = (table[accumulation.COLUMN_FULL] - table[accumulation.COLUMN_START]).abs()
+    assert moved.min() > 1e-4
     single = (table[accumulation.COLUMN_SINGLE] - table[accumulation.COLUMN_FULL]).abs()
-    assert single.max() > 0.1
+    assert single.max() > 0.05
+    assert iterations == {
+        accumulation.COLUMN_FULL: 1,
+        accumulation.COLUMN_ACCUMULATED: 1,
+        accumulation.COLUMN_SINGLE: 8,
+    }
+
+
+def test_accumulation_demo_full_batch_step_is_the_mean_gradient_step(keras):
+    """Шаг батча из 8 в демонстрации — это SGD по среднему градиенту (считаем вручную)."""
+    table, _, _ = accumulation.accumulation_demo()
+    x, y = accumulation._demo_data()
+    start = table[accumulation.COLUMN_START].to_numpy()
+    kernel, bias = start[:6].reshape(3, 2), start[6:]
+    error = x @ kernel + bias - y  # (8, 2)
+    # mse: среднее по выходам и по батчу → градиент 2·error / (2·8).
+    grad_kernel = x.T @ error * 2 / error.size
+    grad_bias = error.sum(axis=0) * 2 / error.size
+    expected = start - accumulation.DEMO_LEARNING_RATE * np.concatenate(
+        [grad_kernel.ravel(), grad_bias]
+    )
+    np.testing.assert_allclose(table[accumulation.COLUMN_FULL], expected, rtol=1e-4, atol=1e-6)
 
 
 def test_accumulation_demo_is_deterministic(keras):
-    first, _ = accumulation.accumulation_demo()
-    second, _ = accumulation.accumulation_demo()
+    first, _, _ = accumulation.accumulation_demo()
+    second, _, _ = accumulation.accumulation_demo()
     assert first.equals(second)
 
 
 def test_show_accumulation_demo_prints_a_russian_conclusion(keras, capsys):
     assert accumulation.show_accumulation_demo() is None
     out = capsys.readouterr().out
-    assert "Наибольшая разница" in out and "совпадает с градиентом батча из восьми" in out
+    assert "Наибольшая разница весов" in out and "один и тот же шаг" in out
+    assert "optimizer.iterations после эпохи" in out and "без накопления — 8 шагов" in out
     assert "kernel[0, 0]" in out
 
 

@@ -125,6 +125,25 @@ def test_ellipsis_left_in_table_is_named():
     assert "«T5-Large»: вместо FLOPs осталось «…»" in result.message
 
 
+def test_bert_multiplied_by_its_40_passes_gets_the_footnote_hint():
+    result = flops.check_final_results(table(**{"BERT-Base": 40 * 6 * 110e6 * 3.3e9}))
+    assert not result.passed and result.mistake == "flops.table_all_bert_passes"
+    assert "40 — число проходов BERT" in result.message and "одна эпоха" in result.message
+
+
+@pytest.mark.parametrize("factor", [10, 0.1])
+def test_an_exponent_slip_in_the_table_is_named(factor):
+    result = flops.check_final_results(table(**{"T5-Large": factor * 6 * 770e6 * 1e12}))
+    assert not result.passed and result.mistake == "flops.table_exponent_slip"
+    assert "ровно в 10 раз" in result.message and "показателе степени" in result.message
+
+
+def test_four_p_n_hint_names_the_lora_box_too():
+    result = flops.check_final_results(table(**{"Gemma-1B (Africa Galore)": 4 * 1e9 * 30e3}))
+    assert result.mistake == "flops.backward_only"
+    assert "оценку для LoRA" in result.message and "обучение полное" in result.message
+
+
 def test_wrong_flops_in_table_get_hint():
     result = flops.check_final_results(table(PaLM=2 * 540e9 * 780e9))
     assert "только прямой проход" in result.message
@@ -173,7 +192,7 @@ def test_a_renamed_scenario_is_one_problem_with_the_name_it_resembles(index, wri
     rows[index]["Scenario"] = written
     result = flops.check_final_results(rows)
     assert not result.passed
-    assert result.headline == "в таблице 1 ошибка."
+    assert result.headline == "в таблице одна ошибка."
     assert f"Похоже, «{written}» — это «{expected}»: переименуйте" in result.message
     assert "Нет сценария" not in result.message and "Неизвестный сценарий" not in result.message
 
@@ -187,7 +206,7 @@ def test_each_unknown_name_is_paired_with_its_own_missing_scenario():
     assert "Похоже, «Palm» — это «PaLM»" in result.message
     assert "Нет сценария «T5-Large»" in result.message
     assert "Неизвестный сценарий «Llama»" in result.message
-    assert result.headline == "в таблице 4 ошибки."
+    assert result.headline == "ошибок в таблице: 4."
 
 
 @pytest.mark.parametrize(
@@ -232,12 +251,12 @@ def test_a_bad_flops_cell_is_described_as_a_table_cell(value, phrase):
     assert not result.passed
     assert f"«BERT-Base», FLOPs: {phrase}" in result.message
     assert "функция вернула" not in result.message
-    assert result.headline == "в таблице 1 ошибка."
+    assert result.headline == "в таблице одна ошибка."
 
 
 def test_several_problems_are_counted_in_agreement():
     result = flops.check_final_results(table(**{"BERT-Base": ..., "PaLM": ...}))
-    assert result.headline == "в таблице 2 ошибки."
+    assert result.headline == "ошибок в таблице: 2."
 
 
 def test_hidden_cases_catch_a_function_tuned_to_the_visible_ones():
@@ -289,3 +308,43 @@ def test_the_teacher_sets_the_call_budget_through_the_kernel_environment(monkeyp
     from feedback.engine.calling import CALL_TIME_LIMIT, call_time_limit
 
     assert call_time_limit() == CALL_TIME_LIMIT
+
+
+# --------------------------------------------------------------------------- задание 4: время
+
+
+def seconds(num_flops, peak_flops_per_second, utilization):
+    return num_flops / (peak_flops_per_second * utilization)
+
+
+def test_training_seconds_passes():
+    result = flops.check_training_seconds(seconds)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    ("fn", "mistake", "words"),
+    [
+        (lambda f, peak, u: f / peak, "flops.time_at_peak", "паспортный пик"),
+        (lambda f, peak, u: f * u / peak, "flops.time_utilization_inverted", "в числителе"),
+        (lambda f, peak, u: seconds(f, peak, u) / 3600, "flops.time_in_hours", "часы"),
+    ],
+)
+def test_each_wrong_time_formula_gets_its_hint(fn, mistake, words):
+    result = flops.check_training_seconds(fn)
+    assert not result.passed and result.mistake == mistake
+    assert words in result.message
+
+
+def test_time_without_utilization_is_caught_on_the_neighbour_case():
+    """Функция, которая не смотрит на utilization, но случайно верна на 40 %."""
+    result = flops.check_training_seconds(lambda f, peak, u: f / (peak * 0.4))
+    assert not result.passed
+    assert "utilization" in result.message
+
+
+@pytest.mark.parametrize(("fn", "verdict"), BAD_FUNCTIONS)
+def test_bad_time_functions_get_a_russian_verdict(fn, verdict):
+    result = flops.check_training_seconds(fn)
+    assert not result.passed and verdict in result.message
+    assert "Traceback" not in result.message

@@ -193,3 +193,22 @@ def test_each_input_global_is_named_in_the_open_cases(argument, constant, value)
 
     result = memory.check_calculate_input_data_memory(calculate_input_data_memory)
     assert f"глобальную переменную {constant}" in result.message
+
+
+def test_constant_two_instead_of_bytes_per_token_id_is_named():
+    result = memory.check_calculate_input_data_memory(lambda b, n, t: b * n * 2 / GIB)
+    assert result.mistake == "memory.constant_bytes_per_token_id"
+    assert "постоянное число 2" in result.message and "BYTES_PER_TOKEN_ID" not in result.message
+
+
+def test_weights_in_bits_get_hint():
+    result = memory.check_calculate_param_memory(lambda p, b: 8 * p * b / GIB)
+    assert result.mistake == "memory.bits_not_bytes"
+    assert "биты" in result.message
+
+
+@pytest.mark.parametrize("digits", [None, 1, 2])
+def test_rounded_weights_get_hint(digits):
+    result = memory.check_calculate_param_memory(lambda p, b: round(p * b / GIB, digits))
+    assert result.mistake == "memory.rounded_result", result.message
+    assert "без округления" in result.message

@@ -15,10 +15,11 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 from feedback import CheckFailed, precision
 from feedback.gpu.tiny_gemma import tiny_preset_path
 
+from bad_functions import BAD_FUNCTIONS
+
 #: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
 #: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.
 pytestmark = pytest.mark.xdist_group("keras_in_process")
-
 
 HEAVY_REASON = "нужны keras_hub и sentencepiece (pip install -e '.[gpu]')"
 
@@ -243,12 +244,12 @@ def test_none_and_ellipsis_get_their_own_messages():
     """None — не «…»: вердикт называет то, что действительно лежит в переменной."""
     none = precision.check_weights_dtype(None)
     assert not none.passed
-    assert "в переменной None" in none.headline and "«…»" not in none.message
+    assert "в WEIGHTS_DTYPE пока None" in none.headline and "«…»" not in none.message
     ellipsis = precision.check_weights_dtype(...)
     assert not ellipsis.passed and "осталось «…»" in ellipsis.headline
     with pytest.raises(precision.WeightsDtypeError) as error:
         precision.require_weights_dtype(None, "gemma3_4b_text")
-    assert "в переменной None" in str(error.value)
+    assert "в WEIGHTS_DTYPE пока None" in str(error.value)
 
 
 def test_loading_refuses_unfilled_task_and_float32_that_will_not_fit():
@@ -312,6 +313,24 @@ def test_each_wrong_budget_derivation_gets_its_hint(formula, mistake, words):
     assert "для float32, float16 и bfloat16" in result.message
 
 
+def test_the_remainder_for_training_is_not_taken_for_rounded_parameters():
+    """Учащийся записал, сколько останется на обучение (14,7 − веса), а не сами веса."""
+    result = precision.check_weights_budget(budget(lambda p, b: 14.7 - p * b / 1024**3))
+    assert result.mistake == "budget.remainder_not_weights", result.message
+    assert "останется на обучение" in result.message
+    assert "круглые 4 млрд" not in result.message
+
+
+def test_rounded_parameters_are_named_only_when_float32_is_rounded_too():
+    # 7,45 ГиБ в 16-битных форматах — и круглые 4 млрд, и почти остаток 7,47 ГиБ.
+    rounded = precision.check_weights_budget({"float32": 14.9, "float16": 7.45, "bfloat16": 7.45})
+    assert rounded.mistake == "budget.rounded_param_count", rounded.message
+    assert "останется на обучение" not in rounded.message
+    remainder = precision.check_weights_budget({"float32": 0.25, "float16": 7.45, "bfloat16": 7.45})
+    assert remainder.mistake == "budget.remainder_not_weights", remainder.message
+    assert "круглые 4 млрд" not in remainder.message
+
+
 def test_four_bytes_for_every_format_is_the_bytes_per_number_mistake():
     """Частая ошибка: 4 байта (BYTES_PER_PARAMETER из 7.4) и для 16-битных форматов."""
     result = precision.check_weights_budget(budget(lambda p, b: p * 4 / 1024**3))
@@ -371,3 +390,82 @@ def test_training_needs_more_than_the_weights_on_a_t4(monkeypatch):
     assert precision.require_weights_dtype("float32", "/cache/tiny_gemma3/abc", t4) == "float32"
     h200 = Accelerator("gpu", "H200", 1, 140 * 1024**3, "nvidia-smi")
     assert precision.require_weights_dtype("float32", "gemma3_4b_text", h200) == "float32"
+
+
+# --------------------------------------------------------------------------- число параметров LoRA
+
+
+def lora_count(hidden_dim, head_dim, num_query_heads, num_kv_heads, rank, num_blocks):
+    query = num_query_heads * hidden_dim * rank + rank * head_dim
+    value = num_kv_heads * hidden_dim * rank + rank * head_dim
+    return num_blocks * (query + value)
+
+
+def test_lora_count_formula_matches_the_spec():
+    assert lora_count(2560, 256, 8, 4, 4, 34) == 4_247_552  # gemma3_4b_text, SPEC.md
+    assert lora_count(1152, 256, 4, 1, 4, 26) == 652_288  # gemma3_1b, SPEC.md
+    result = precision.check_lora_parameter_count(lora_count)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    ("fn", "mistake", "words"),
+    [
+        # Плоские матрицы W: 1 114 112 у Gemma-4B.
+        (
+            lambda d, h, q, kv, r, n: n * (d * r + r * q * h + d * r + r * kv * h),
+            "lora.count_flat_matrices",
+            "одна матрица A на всю W",
+        ),
+        (lambda d, h, q, kv, r, n: n * r * d * (q + kv), "lora.count_without_b", "матрица B"),
+        (
+            lambda d, h, q, kv, r, n: r * d * (q + kv) + 2 * r * h,
+            "lora.count_one_block",
+            "num_blocks",
+        ),
+    ],
+)
+def test_each_wrong_lora_count_gets_its_hint(fn, mistake, words):
+    result = precision.check_lora_parameter_count(fn)
+    assert not result.passed
+    assert result.mistake == mistake, result.message
+    assert words in result.message
+
+
+def test_flat_lora_count_of_gemma_4b_is_the_number_in_the_lab():
+    flat = precision.check_lora_parameter_count(
+        lambda d, h, q, kv, r, n: n * (d * r + r * q * h + d * r + r * kv * h)
+    )
+    assert "1\u202f114\u202f112" in flat.message and "4\u202f247\u202f552" in flat.message
+
+
+def test_hard_coded_lora_count_fails():
+    result = precision.check_lora_parameter_count(lambda *args: 4_247_552)
+    assert not result.passed
+
+
+@pytest.mark.parametrize(("fn", "verdict"), BAD_FUNCTIONS)
+def test_bad_lora_count_functions_get_a_russian_verdict(fn, verdict):
+    result = precision.check_lora_parameter_count(fn)
+    assert not result.passed and verdict in result.message
+    assert "Traceback" not in result.message
+
+
+def test_lora_count_report_agrees_with_the_tiny_model(lora_model):
+    trainable, _ = precision.parameter_counts(lora_model)
+    backbone = lora_model.backbone
+    expected = lora_count(
+        backbone.hidden_dim,
+        backbone.head_dim,
+        backbone.num_query_heads,
+        backbone.num_key_value_heads,
+        4,
+        backbone.num_layers,
+    )
+    assert trainable == expected  # формула задания верна и для крошечной Gemma
+    report = precision.lora_count_report(lora_count, lora_model)
+    assert "ровно столько параметров обучается" in report
+    wrong = precision.lora_count_report(lambda *args: 1, lora_model)
+    assert "а у модели" in wrong
+    stub = precision.lora_count_report(..., lora_model)
+    assert "ещё не реализована" in stub

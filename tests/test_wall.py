@@ -143,12 +143,21 @@ def test_weights_memory_right_and_rounded_answers_pass(answer):
         (3_880_099_328 * 32 / GIB, "это биты"),
         (3_880_099_328 / GIB, "забыт множитель"),
         (4e9 * 4 / GIB, "для круглых 4 млрд"),
+        (14.9, "для круглых 4 млрд"),
+        (15, "вся память T4"),
+        (15.0, "вся память T4"),
     ],
 )
 def test_weights_memory_typical_mistakes_get_their_hint(answer, hint):
     result = wall.check_weights_memory(answer)
     assert not result.passed
     assert "Ожидалось: 14,5" in result.message and hint in result.message
+
+
+def test_fifteen_is_the_memory_of_a_t4_not_rounded_parameters():
+    result = wall.check_weights_memory(15)
+    assert result.mistake == "wall.t4_memory"
+    assert "круглых" not in result.message
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,10 @@
 Здесь то, что нужно только вердикту: гиперпараметры лабораторной, с которыми сверяется
 оптимизатор учащегося, значения Keras по умолчанию (совпадение с ними — признак того, что
 параметр не передан), скорости обучения других заданий и подсказки к ним, исходные числа
-задания 7.6 и то, что дают типичные неверные выводы из них (число микробатчей от батча 4
-из опыта, скорость 2e-4 и 4e-4, скорость 7.5 без пересчёта). Наблюдение
+заданий 7.6 (T4 с физическим батчем 1 и карта 32 ГБ с физическим батчем 4) и то, что дают
+типичные неверные выводы из них (число микробатчей от батча 4 из опыта или равное самому
+эффективному батчу, скорость 2e-4, 4e-4, поделённая, с ошибкой в показателе степени, скорость
+7.5 без пересчёта). Наблюдение
 снимает :mod:`feedback.accumulation` — в песочнице оценивания этой папки нет, и код
 учащегося не может ни спросить вердикт, ни подсмотреть, с чем его сравнивают.
 """
@@ -117,56 +119,169 @@ class _Mismatch:
         return f"{self.name}: ожидалось {literal(self.expected)}, получено {got}."
 
 
-def _is_task_7_6(steps: int | None, learning_rate: float) -> bool:
-    """Проверка вызвана с ответом задания 7.6 (8 микробатчей, 8e-4), а не с другими числами."""
-    return steps == TARGET_BATCH_7_6 // PHYSICAL_BATCH_7_6 and _same(
-        learning_rate, BASE_LR_7_6 * TARGET_BATCH_7_6 / BASE_BATCH_7_6
+@dataclass(frozen=True)
+class Scenario:
+    """Исходные числа вывода 7.6: эффективный и физический батч, базовая скорость и её батч."""
+
+    target: int
+    physical: int
+    base_lr: float
+    base_batch: int
+
+    @property
+    def steps(self) -> int:
+        """Микробатчей на шаг оптимизатора: эффективный ÷ физический."""
+        return self.target // self.physical
+
+    @property
+    def ratio(self) -> int:
+        """Во сколько раз эффективный батч больше базового."""
+        return self.target // self.base_batch
+
+    @property
+    def learning_rate(self) -> float:
+        """Скорость по правилу линейного масштабирования."""
+        return self.base_lr * self.target / self.base_batch
+
+
+#: Задание 1 лабораторной 7.6: на T4 помещается физический батч 1.
+T4_SCENARIO = Scenario(TARGET_BATCH_7_6, PHYSICAL_BATCH_7_6, BASE_LR_7_6, BASE_BATCH_7_6)
+#: Задание 2: на карте 32 ГБ помещается физический батч 4 — микробатчей 2, скорость та же.
+PHYSICAL_BATCH_32GB = 4
+CARD_32GB = Scenario(TARGET_BATCH_7_6, PHYSICAL_BATCH_32GB, BASE_LR_7_6, BASE_BATCH_7_6)
+
+
+def _scenario(steps: int | None, learning_rate: float) -> Scenario | None:
+    """Задание 7.6, с ответом которого вызвана проверка (T4 или карта 32 ГБ), или ``None``."""
+    for scenario in (T4_SCENARIO, CARD_32GB):
+        if steps == scenario.steps and _same(learning_rate, scenario.learning_rate):
+            return scenario
+    return None
+
+
+def _physical(steps: int) -> int:
+    """Физический батч, при котором ``steps`` микробатчей дают эффективный батч задания (8)."""
+    return TARGET_BATCH_7_6 // steps if TARGET_BATCH_7_6 % steps == 0 else 1
+
+
+def _times(count: int) -> str:
+    return plural(count, "раз", "раза", "раз")
+
+
+def _sqrt_hint(base: float, factor: int) -> Hint:
+    """Скорость умножена на √k: для Adam разумно, но в задании правило линейное."""
+    return (
+        f"похоже, вы умножили {literal(base)} на √{factor}. Для Adam так часто и начинают "
+        "подбор, это разумно. Но в задании, как в оригинальном курсе, скорость "
+        f"масштабируют линейно: {literal(base)} × {factor} = {literal(base * factor)}.",
+        "optimizer.lr_sqrt_k",
     )
 
 
-def _task_7_6_lr_hint(got: float, steps: int) -> Hint | None:
-    """Подсказки к неверным выводам скорости обучения из чисел задания 7.6."""
-    ratio = TARGET_BATCH_7_6 // BASE_BATCH_7_6
-    base = literal(BASE_LR_7_6)
-    right = f"{base} × {ratio} = {literal(BASE_LR_7_6 * ratio)}"
-    target, experiment = TARGET_BATCH_7_6, EXPERIMENT_BATCH_7_6
-    micro = plural(target // experiment, "микробатч", "микробатча", "микробатчей")
-    if _same(got, BASE_LR_7_6 * target / experiment):
+def _not_scaled_hint(lead: str, base: float, factor: int) -> Hint:
+    """Скорость оставлена без пересчёта, хотя эффективный батч больше."""
+    return (
+        f"{lead}. Эффективный батч здесь в {_times(factor)} больше, и по правилу линейного "
+        f"масштабирования скорость обучения тоже умножают на {factor}: {literal(base)} × "
+        f"{factor} = {literal(base * factor)}. Правило приближённое: в своих задачах скорость "
+        "всё равно стоит подбирать.",
+        "optimizer.lr_not_scaled",
+    )
+
+
+def _exponent_slip(got: float, expected: float) -> Hint | None:
+    """Ответ в 10 раз больше или меньше верного."""
+    for factor in (10, 0.1):
+        if _same(got, expected * factor):
+            return (
+                f"{literal(got)} — в 10 раз {'больше' if factor > 1 else 'меньше'} верного: "
+                f"похоже, ошибка в показателе степени. Правило даёт {literal(expected)}.",
+                "optimizer.lr_exponent_slip",
+            )
+    return None
+
+
+def _scenario_lr_hint(got: float, sc: Scenario) -> Hint | None:
+    """Подсказки к неверным выводам скорости обучения из чисел задания 7.6 (оба сценария)."""
+    base, ratio, right_lr = literal(sc.base_lr), sc.ratio, sc.learning_rate
+    right = f"{base} × {ratio} = {literal(right_lr)}"
+    target, batch_4 = sc.target, EXPERIMENT_BATCH_7_6
+    on_t4 = sc.physical == PHYSICAL_BATCH_7_6
+    if math.isclose(got, sc.base_lr * math.sqrt(ratio), rel_tol=0.02):
+        return _sqrt_hint(sc.base_lr, ratio)
+    if _same(got, sc.base_lr * sc.physical / sc.base_batch):
+        lead = (
+            "это скорость обучения без накопления"
+            if on_t4
+            else f"{literal(got)} = {base} × {sc.physical} — это скорость для физического батча "
+            f"{sc.physical} без накопления"
+        )
+        return _not_scaled_hint(lead, got, sc.steps)
+    if _same(got, sc.base_lr):
+        return _not_scaled_hint(
+            f"{base} — базовая скорость без пересчёта: она для батча {sc.base_batch}, а "
+            f"градиент шага усредняется по {sc.target} примерам",
+            sc.base_lr,
+            ratio,
+        )
+    if _same(got, sc.base_lr * target / batch_4):
+        if on_t4:
+            micro = plural(target // batch_4, "микробатч", "микробатча", "микробатчей")
+            text = (
+                f"{literal(got)} = {base} × {target} ÷ {batch_4}: похоже, вы решили, что скорость "
+                f"{base} подобрана для батча {batch_4} из опыта, или посчитали {target} ÷ "
+                f"{batch_4} = {micro}, взяв за физический батч {batch_4}. Но в таблице задания "
+                f"скорость {base} — для батча {sc.base_batch} (BASE_BATCH_SIZE), а батч "
+                f"{batch_4} в T4 не поместился."
+            )
+        else:
+            text = (
+                f"{literal(got)} = {base} × {sc.steps}: похоже, вы умножили базовую скорость на "
+                "число микробатчей. Но правило смотрит не на микробатчи, а на то, по скольким "
+                f"примерам усреднён градиент шага: по-прежнему по {target}, как на T4, — только "
+                f"собраны они в {plural(sc.steps, 'микробатч', 'микробатча', 'микробатчей')} по "
+                f"{sc.physical}. Базовая скорость {base} — для батча {sc.base_batch}."
+            )
         return (
-            f"{literal(got)} = {base} × {target} ÷ {experiment}: похоже, вы решили, что скорость "
-            f"{base} подобрана для батча {experiment} из опыта, или посчитали {target} ÷ "
-            f"{experiment} = {micro}, взяв за физический батч {experiment}. Но в таблице задания "
-            f"скорость {base} подобрана для батча {BASE_BATCH_7_6} (BASE_BATCH_SIZE), а батч "
-            f"{experiment} в T4 "
-            f"не поместился. Эффективный батч {target} больше базового в "
-            f"{plural(ratio, 'раз', 'раза', 'раз')}, поэтому {right}.",
+            f"{text} Эффективный батч {target} больше базового в {_times(ratio)}, поэтому {right}.",
             "optimizer.lr_base_batch_from_experiment",
         )
     if _same(got, LR_LAB_7_5 * target):
+        physical = (
+            f"физический батч {sc.physical}, — то забыли микробатчи: эффективный батч "
+            f"{sc.physical} × {sc.steps} = {target}"
+            if not on_t4
+            else f"батч опыта, — то множитель не тот: эффективный батч {target}"
+        )
         return (
-            f"{literal(got)} = {literal(LR_LAB_7_5)} × {target}: похоже, вы умножили на {target} "
-            "скорость обучения из лабораторной 7.5. Множитель верный, а основа — нет: "
-            f"{literal(LR_LAB_7_5)} выбрали для опыта лабораторной 7.5, а в этом задании "
-            f"основа — базовая скорость из таблицы, {base} для батча {BASE_BATCH_7_6} "
-            f"(BASE_LEARNING_RATE): {right}. Если же вы умножили {base} на {experiment} — батч "
-            "опыта, — то множитель не тот: правило умножает на то, во сколько раз эффективный "
-            f"батч ({target}) больше базового ({BASE_BATCH_7_6}).",
+            f"{literal(got)} = {literal(LR_LAB_7_5)} × {target}: похоже, вы взяли скорость из "
+            f"лабораторной 7.5 и умножили на {target}. Рассуждение верное: в 7.5 скорость "
+            f"{literal(LR_LAB_7_5)} тоже была при батче 1, и для батча {target} правило даёт из "
+            f"неё {literal(got)}. Но в этом задании основа другая — {base} (BASE_LEARNING_RATE), "
+            "как в оригинале курса для этого опыта; ни ту, ни другую скорость не подбирали "
+            f"именно для батча 1. От неё: {right}. Если же вы умножили {base} на "
+            f"{batch_4} — {physical}.",
             "optimizer.lr_from_7_5_scaled",
         )
     if _same(got, LR_LAB_7_5):
         return (
-            f"{literal(LR_LAB_7_5)} — скорость обучения из лабораторной 7.5, а она подобрана "
-            "для другого батча: там веса обновлялись после каждого примера (эффективный батч "
-            f"1), а здесь шаг оптимизатора усредняет "
-            f"{plural(steps, 'микробатч', 'микробатча', 'микробатчей')} — эффективный батч "
-            f"{target}. Для другого батча скорость пересчитывают: возьмите базовую скорость "
-            f"задания, {base} для батча {BASE_BATCH_7_6} (BASE_LEARNING_RATE), и умножьте по "
-            f"правилу линейного масштабирования на {target} ÷ {BASE_BATCH_7_6}: {right}. "
-            f"Поэтому и сравнение с 7.5 не совсем честное: там {literal(LR_LAB_7_5)}, здесь "
-            f"{literal(BASE_LR_7_6 * ratio)}.",
+            f"{literal(LR_LAB_7_5)} — скорость обучения из лабораторной 7.5. Там она была при "
+            "батче 1: веса обновлялись после каждого примера. Здесь шаг оптимизатора усредняет "
+            f"{plural(target, 'пример', 'примера', 'примеров')} — эффективный батч {target}, и "
+            "скорость пересчитывают по правилу "
+            "линейного масштабирования. К тому же основа в этом задании другая: базовая скорость "
+            f"{base} для батча {sc.base_batch} (BASE_LEARNING_RATE, из оригинала курса): "
+            f"{right}. Поэтому и сравнение с 7.5 не совсем честное: там {literal(LR_LAB_7_5)}, "
+            f"здесь {literal(right_lr)}.",
             "optimizer.lr_from_7_5",
         )
-    return None
+    if _same(got, sc.base_lr / ratio):
+        return (
+            f"{literal(got)} = {base} ÷ {ratio}: скорость поделена, а не умножена. Эффективный "
+            f"батч больше базового, и по правилу скорость во столько же раз растёт: {right}.",
+            "optimizer.lr_divided",
+        )
+    return _exponent_slip(got, right_lr)
 
 
 def _lr_hint(got: float | str, expected: float, steps: int | None) -> Hint | None:
@@ -177,27 +292,15 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> Hint | Non
             "optimizer.lr_schedule",
         )
     if steps:
-        if math.isclose(float(got), expected / math.sqrt(steps), rel_tol=0.02):
-            base = literal(expected / steps)
-            return (
-                f"похоже, вы умножили {base} на √{steps}. Для Adam так часто и начинают "
-                "подбор, это разумно. Но в задании, как в оригинальном курсе, скорость "
-                f"масштабируют линейно: {base} × {steps} = {literal(expected)}.",
-                "optimizer.lr_sqrt_k",
-            )
-        if _same(got, expected / steps) or _same(got, LR_LAB_7_6_BATCH_4):
-            return (
-                f"это скорость обучения без накопления. С gradient_accumulation_steps="
-                f"{steps} эффективный батч в {plural(steps, 'раз', 'раза', 'раз')} больше, "
-                "и по правилу линейного масштабирования скорость обучения тоже умножают на "
-                f"{steps}: {literal(expected / steps)} × {steps} = {literal(expected)}. "
-                "Правило приближённое: в своих задачах скорость всё равно стоит подбирать.",
-                "optimizer.lr_not_scaled",
-            )
-        if _is_task_7_6(steps, expected):
-            hinted = _task_7_6_lr_hint(float(got), steps)
+        scenario = _scenario(steps, expected)
+        if scenario is not None:
+            hinted = _scenario_lr_hint(float(got), scenario)
             if hinted:
                 return hinted
+        elif math.isclose(float(got), expected / math.sqrt(steps), rel_tol=0.02):
+            return _sqrt_hint(expected / steps, steps)
+        elif _same(got, expected / steps):
+            return _not_scaled_hint("это скорость обучения без накопления", expected / steps, steps)
     elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_BATCH_4 * 8):
         return (
             f"{literal(got)} подобрана для накопления градиентов ×8 (задание "
@@ -246,13 +349,15 @@ def _hyperparameter_hint(name: str, got: Any) -> Hint | None:
 
 def _accumulation_hint(got: Any, steps: int | None) -> Hint:
     if steps and not got:
+        batch = _physical(steps)
         return (
             "накопление градиентов не включено: оптимизатор обновляет веса после каждого "
-            "микробатча, и при batch_size=1 эффективный батч равен 1. Добавьте "
+            f"микробатча, и при batch_size={batch} эффективный батч равен {batch}. Добавьте "
             f"gradient_accumulation_steps={steps} в конструктор AdamW: тогда веса обновляются "
             f"раз в {plural(steps, 'микробатч', 'микробатча', 'микробатчей')} по среднему их "
-            f"градиентов, как при батче из {plural(steps, 'примера', 'примеров', 'примеров')}, "
-            "а памяти под активации нужно как для одного.",
+            "градиентов, как при батче из "
+            f"{plural(batch * steps, 'примера', 'примеров', 'примеров')}, а памяти под "
+            "активации нужно как для одного микробатча.",
             "optimizer.no_accumulation",
         )
     if not steps:
@@ -261,7 +366,7 @@ def _accumulation_hint(got: Any, steps: int | None) -> Hint:
             "из конструктора AdamW.",
             "optimizer.unexpected_accumulation",
         )
-    physical = TARGET_BATCH_7_6 // steps if TARGET_BATCH_7_6 % steps == 0 else None
+    physical = _physical(steps)
     if _same(got, TARGET_BATCH_7_6 // EXPERIMENT_BATCH_7_6) and physical == PHYSICAL_BATCH_7_6:
         return (
             f"{got} = {TARGET_BATCH_7_6} ÷ {EXPERIMENT_BATCH_7_6}: похоже, за физический батч "
@@ -270,7 +375,7 @@ def _accumulation_hint(got: Any, steps: int | None) -> Hint:
             f"микробатчей на шаг нужно {TARGET_BATCH_7_6} ÷ {PHYSICAL_BATCH_7_6} = {steps}.",
             "optimizer.steps_experiment_batch",
         )
-    if _same(got, TARGET_BATCH_7_6) and physical is not None and physical > 1:
+    if _same(got, TARGET_BATCH_7_6) and physical > 1:
         return (
             f"{TARGET_BATCH_7_6} — это сам эффективный батч, который мы хотим, а не число "
             "микробатчей. Каждый микробатч уже содержит физический батч примеров, поэтому "
@@ -279,9 +384,10 @@ def _accumulation_hint(got: Any, steps: int | None) -> Hint:
             f"бы {physical} × {TARGET_BATCH_7_6} = {physical * TARGET_BATCH_7_6}.",
             "optimizer.steps_equal_target",
         )
+    batch = physical
     return (
-        f"эффективный батч = batch_size × gradient_accumulation_steps; при batch_size=1 "
-        f"нужно gradient_accumulation_steps={steps}, чтобы получить батч из {steps}.",
+        f"эффективный батч = batch_size × gradient_accumulation_steps; при batch_size={batch} "
+        f"нужно gradient_accumulation_steps={steps}, чтобы получить батч из {batch * steps}.",
         "optimizer.wrong_accumulation_steps",
     )
 
@@ -291,11 +397,13 @@ def judge_optimizer(
 ) -> CheckResult:
     """Вердикт по :func:`feedback.accumulation.optimizer_facts`.
 
-    Для задания 7.6 (``steps=8``, ``learning_rate=8e-4``) подсказки узнают неверные выводы
-    из его чисел: 2 микробатча (физическим взят батч 4 из опыта), скорость 2e-4 (от батча 4),
-    4e-4 (5e-5 из 7.5 × 8), 5e-5 без пересчёта, 1e-4 без масштабирования и 1e-4 × √8. При
-    ``steps`` меньше 8 проверка считает, что физический батч — 8 ÷ ``steps``, и узнаёт
-    число микробатчей, равное самому эффективному батчу 8.
+    Для заданий 7.6 — T4 (``steps=8``) и карта 32 ГБ (``steps=2``), обе с
+    ``learning_rate=8e-4`` — подсказки узнают неверные выводы из их чисел: 2 микробатча на T4
+    (физическим взят батч 4 из опыта), 8 на карте 32 ГБ (сам эффективный батч), скорость
+    2e-4 (от батча 4 или × число микробатчей), 4e-4 (5e-5 из 7.5 × 8 или скорость физического
+    батча без накопления), 5e-5 без пересчёта, 1e-4 без масштабирования, 1e-4 × √8,
+    1,25 · 10⁻⁵ (поделено) и 8e-5 (ошибка в показателе степени). При ``steps`` меньше 8
+    проверка считает, что физический батч — 8 ÷ ``steps``.
     """
     title = OPTIMIZER_TITLE
     if not facts["adamw"]:
@@ -371,8 +479,10 @@ def judge_optimizer(
         settings.append(f"gradient_accumulation_steps={steps}")
     details = [f"AdamW({', '.join(settings)})"]
     if steps:
+        batch = _physical(steps)
         details.append(
-            f"При batch_size=1 эффективный батч: 1 × {steps} = {steps}. Веса обновляются "
+            f"При batch_size={batch} эффективный батч: {batch} × {steps} = {batch * steps}. "
+            "Веса обновляются "
             f"раз в {plural(steps, 'микробатч', 'микробатча', 'микробатчей')}, и "
             "optimizer.iterations считает именно обновления."
         )

@@ -52,15 +52,47 @@ _FORGOT_BYTES = Mistake(
     "memory.forgot_bytes_per_param",
 )
 
-PARAM_MEMORY = in_gib(_weights_bytes, _FORGOT_BYTES)
+
+def _rounded_results() -> tuple[Mistake, ...]:
+    """Ответ, округлённый до целых или до сотых ГиБ: функция должна вернуть само число."""
+    hint = (
+        "похоже, результат округлён (round). Верните само число, без округления: "
+        "округлять будем при выводе, а проверка сравнивает точно."
+    )
+    return tuple(
+        Mistake(
+            lambda p, b, d=digits: round(p * b / BYTES_PER_GIB, d), hint, "memory.rounded_result"
+        )
+        for digits in (0, 1, 2)
+    )
+
+
+PARAM_MEMORY = in_gib(
+    _weights_bytes,
+    _FORGOT_BYTES,
+    Mistake(
+        lambda p, b: 8 * p * b / BYTES_PER_GIB,
+        "получились биты, а не байты: bytes_per_param — уже байты на параметр, умножать на 8 "
+        "не нужно.",
+        "memory.bits_not_bytes",
+    ),
+    *_rounded_results(),
+)
 
 INPUT_MEMORY = in_gib(
     lambda b, n, t: b * n * t,
     Mistake(
         lambda b, n, t: b * n / BYTES_PER_GIB,
-        "забыт множитель bytes_per_token_id: каждый идентификатор токена занимает "
+        "забыт множитель bytes_per_token_id: каждый номер токена занимает "
         "несколько байт (int32 — 4 байта).",
         "memory.forgot_bytes_per_token_id",
+    ),
+    Mistake(
+        lambda b, n, t: 2 * b * n / BYTES_PER_GIB,
+        "вместо аргумента bytes_per_token_id в формуле стоит постоянное число 2. Сколько байт "
+        "занимает номер токена, функция узнаёт из аргумента bytes_per_token_id: умножайте на "
+        "него.",
+        "memory.constant_bytes_per_token_id",
     ),
 )
 

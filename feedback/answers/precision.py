@@ -4,7 +4,7 @@
 (P · b / 1024³) и типичные ошибки этого расчёта, какой тип весов верный (bfloat16), какой
 ранг и какие обучаемые веса ожидаются у LoRA, подсказки к типичным ошибкам (смешанная
 точность, float16, float32 по умолчанию — веса поместились бы, а обучение нет, повторно
-размороженные слои). Наблюдение снимает
+размороженные слои), формула числа параметров LoRA и её типичные ошибки. Наблюдение снимает
 :mod:`feedback.precision` — в песочнице оценивания этой папки нет, и код учащегося не
 может ни спросить вердикт, ни прочитать, что в нём считается верным.
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.engine.calling import LearnerProblem
+from feedback.engine.comparing import Answer, Mistake
 from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.engine.values import revive
 from feedback.formatting import (
@@ -237,6 +238,49 @@ def judge_lora(facts: dict[str, Any], rank: int = 4) -> CheckResult:
     )
 
 
+# --------------------------------------------------------------------------- число параметров LoRA
+
+
+def lora_parameters(
+    hidden_dim: int, head_dim: int, q_heads: int, kv_heads: int, rank: int, blocks: int
+) -> int:
+    """Параметры LoRA на query и value, как их раскладывает Keras (EinsumDense по головам).
+
+    У каждой головы своя матрица A размером hidden_dim × rank, а B размером rank × head_dim —
+    одна на все головы слоя: q_heads · hidden · r + r · head_dim для запросов, то же с kv_heads
+    для значений, и так в каждом из blocks блоков.
+    """
+    per_block = rank * hidden_dim * (q_heads + kv_heads) + 2 * rank * head_dim
+    return blocks * per_block
+
+
+LORA_PARAMETERS = Answer(
+    lora_parameters,
+    (
+        Mistake(
+            lambda d, h, q, kv, r, n: n * r * (2 * d + (q + kv) * h),
+            "это общая формула для плоских матриц W (d × k → d·r + r·k): одна матрица A на "
+            "всю W. Keras же хранит веса запросов и значений по головам, и матрица A своя у "
+            "каждой головы: num_query_heads (или num_kv_heads) матриц hidden_dim × rank, а B "
+            "размером rank × head_dim — одна на слой.",
+            "lora.count_flat_matrices",
+        ),
+        Mistake(
+            lambda d, h, q, kv, r, n: n * r * d * (q + kv),
+            "посчитаны только матрицы A. У каждой поправки есть и матрица B размером "
+            "rank × head_dim — одна на запросы и одна на значения в каждом блоке.",
+            "lora.count_without_b",
+        ),
+        Mistake(
+            lambda d, h, q, kv, r, n: r * d * (q + kv) + 2 * r * h,
+            "это параметры одного блока. LoRA стоит в слое внимания каждого блока: умножьте "
+            "на num_blocks.",
+            "lora.count_one_block",
+        ),
+    ),
+)
+
+
 # --------------------------------------------------------------------------- бюджет памяти
 
 #: Задание 1 лабораторной 7.5: форматы, для которых учащийся считает память под веса
@@ -246,6 +290,11 @@ BUDGET_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 BUDGET_PARAMS = GEMMA_4B_PARAMS
 #: Допуск: ответ, округлённый до сотых ГиБ (14,45 и 7,23), принимается.
 BUDGET_REL_TOL = 1e-2
+
+
+#: T4_USABLE_GIB тетрадки: 15 ГиБ без ≈ 0,3 ГиБ на контекст CUDA. Остаток на обучение
+#: учащийся считает от него.
+LAB_USABLE_GIB = 15 - 0.3
 
 
 def _bytes_word(count: float) -> str:
@@ -259,8 +308,24 @@ class BudgetMistake:
     id: str
     value: Callable[[int], float]  # байт на число → ГиБ при этой ошибке
     hint: str
+    #: Допуск в ГиБ сверх относительного: остаток 0,25 ГиБ, округлённый до сотых, — на 2 % мимо.
+    abs_tol: float = 0.0
 
 
+#: Остаток на обучение вместо памяти под веса и круглые 4 млрд параметров: для 16-битных
+#: форматов они почти совпадают (7,47 и 7,45 ГиБ), и различает их только float32.
+REMAINDER = BudgetMistake(
+    "budget.remainder_not_weights",
+    lambda size: LAB_USABLE_GIB - weights_gib(BUDGET_PARAMS, size),
+    "записано, сколько памяти останется на обучение, а в weights_gib нужна память под сами "
+    "веса — остаток ячейка посчитает и напечатает сама.",
+    abs_tol=0.01,
+)
+ROUNDED_PARAM_COUNT = BudgetMistake(
+    "budget.rounded_param_count",
+    lambda size: weights_gib(4e9, size),
+    "взяты круглые 4 млрд параметров. Возьмите точное число параметров пресета — GEMMA_4B_PARAMS.",
+)
 #: Типичные ошибки задания «память под веса в каждом формате» (P — GEMMA_4B_PARAMS).
 BUDGET_MISTAKES = (
     BudgetMistake(
@@ -296,12 +361,8 @@ BUDGET_MISTAKES = (
         lambda size: weights_gib(BUDGET_PARAMS, 1),
         "забыт множитель — байты на число из BYTES_PER_NUMBER.",
     ),
-    BudgetMistake(
-        "budget.rounded_param_count",
-        lambda size: weights_gib(4e9, size),
-        "взяты круглые 4 млрд параметров. Возьмите точное число параметров пресета — "
-        "GEMMA_4B_PARAMS.",
-    ),
+    REMAINDER,
+    ROUNDED_PARAM_COUNT,
     BudgetMistake(
         "budget.full_training",
         lambda size: weights_gib(BUDGET_PARAMS, 4 * size),
@@ -348,6 +409,14 @@ def _budget_entries(value: Any) -> dict[str, Any]:
     return value
 
 
+def _rounded_everywhere(entries: dict[str, Any]) -> bool:
+    """float32 тоже посчитан для круглых 4 млрд (14,9 ГиБ): только тогда это та ошибка."""
+    got = entries.get("float32")
+    if isinstance(got, bool) or not isinstance(got, int | float):
+        return False
+    return math.isclose(got, weights_gib(4e9, BUDGET_BYTES["float32"]), rel_tol=BUDGET_REL_TOL)
+
+
 def judge_weights_budget(observation: Any) -> CheckResult:
     """Вердикт по словарю «формат → ГиБ»: P · b / 1024³ для каждого формата (допуск 1 %)."""
     title = WEIGHTS_BUDGET_TITLE
@@ -364,6 +433,10 @@ def judge_weights_budget(observation: Any) -> CheckResult:
 
     lines: list[str] = []
     hinted: dict[BudgetMistake, list[str]] = {}  # ошибка → форматы с ней
+    # 7,45 ГиБ для 16-битных форматов — и круглые 4 млрд параметров, и почти остаток 7,47 ГиБ:
+    # круглые 4 млрд — только если и float32 посчитан для них (14,9 ГиБ), иначе это остаток.
+    rounded = _rounded_everywhere(entries)
+    skipped = REMAINDER if rounded else ROUNDED_PARAM_COUNT
     for dtype, size in BUDGET_BYTES.items():
         got = entries[dtype]
         expected = weights_gib(BUDGET_PARAMS, size)
@@ -378,7 +451,10 @@ def judge_weights_budget(observation: Any) -> CheckResult:
         shown_expected, shown_got = format_pair(expected, float(got), format_gib)
         lines.append(f"{dtype}: ожидалось {shown_expected}, получено {shown_got}.")
         for known in BUDGET_MISTAKES:
-            if math.isclose(got, known.value(size), rel_tol=BUDGET_REL_TOL):
+            if known is skipped:
+                continue
+            wrong = known.value(size)
+            if math.isclose(got, wrong, rel_tol=BUDGET_REL_TOL, abs_tol=known.abs_tol):
                 hinted.setdefault(known, []).append(dtype)
                 break
 
@@ -424,7 +500,8 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             f"Веса gemma3_4b_text займут ≈ {format_gib(weights)} вместо ≈ "
             f"{format_gib(weights_gib(GEMMA_4B_PARAMS, 4))} во float32: из "
             f"{format_gib(usable)} T4 на обучение останется ≈ {format_gib(usable - weights, 2)}, "
-            f"а шагу обучения сверх весов нужно около {format_gib(overhead, 2)}.",
+            f"а шагу обучения сверх весов, по оценке компилятора XLA, нужно около "
+            f"{format_gib(overhead, 2)}.",
         )
     if choice in ("float32", "float64"):
         size = LOADABLE_DTYPES[choice]
@@ -438,9 +515,9 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             why = (
                 f"веса Gemma-4B займут ≈ {format_gib(weights)} из {format_gib(usable)}, "
                 f"доступных на T4, и на обучение останется лишь "
-                f"{format_gib(usable - weights, 2)}. А шагу обучения сверх весов нужно не "
-                f"меньше {format_gib(overhead, 2)}, так что вместе с обучением они не "
-                "поместятся в T4."
+                f"{format_gib(usable - weights, 2)}. А шагу обучения сверх весов, по оценке "
+                f"компилятора XLA, нужно не меньше {format_gib(overhead, 2)}, так что вместе с "
+                "обучением они не поместятся в T4."
             )
         return failed(
             title,

@@ -2,8 +2,8 @@
 
 Здесь то, что нужно только вердикту: верный ответ (P · b / 1024³), допуск для округлённого
 ответа и типичные ошибки с подсказками (байты, ГБ вместо ГиБ, bfloat16 вместо float32,
-биты, круглые 4 млрд параметров). Наблюдение — само число учащегося — снимает
-:mod:`feedback.wall`; в песочнице оценивания этой папки нет.
+биты, круглые 4 млрд параметров, 15 ГиБ памяти T4 вместо весов). Наблюдение — само число
+учащегося — снимает :mod:`feedback.wall`; в песочнице оценивания этой папки нет.
 
 Формулу :func:`feedback.wall.weights_gib` вердикт берёт из :mod:`feedback.wall`: по ней
 же строятся сводка и диаграмма лабораторной, и поэтому она остаётся в модуле лабораторной.
@@ -23,6 +23,8 @@ from feedback.wall import GEMMA_4B_PARAMS, WEIGHTS_TITLE, weights_gib
 
 #: Допуск: ответ, округлённый до 14,5 или 14,45 ГиБ, принимается.
 WEIGHTS_REL_TOL = 1e-2
+#: Память T4 в ГиБ (15 360 МиБ): её записывают вместо памяти под веса.
+T4_GIB = 15
 
 
 def _weights_mistakes(
@@ -65,6 +67,12 @@ def _weights_mistakes(
             "пресета — GEMMA_4B_PARAMS.",
             "wall.rounded_param_count",
         ),
+        (
+            T4_GIB,
+            "15 ГиБ — это вся память T4 (15 360 МиБ), а нужна память под веса Gemma-4B: число "
+            "параметров × 4 байта / 1024³. С памятью видеокарты сравним сразу после проверки.",
+            "wall.t4_memory",
+        ),
     )
 
 
@@ -103,8 +111,12 @@ def judge_weights_memory(
         )
     shown_expected, shown_got = format_pair(expected, got, format_gib)
     details = [f"Ожидалось: {shown_expected}", f"Получено: {shown_got}"]
-    for wrong, hint, mistake in _weights_mistakes(param_count, bytes_per_param):
-        if math.isclose(got, wrong, rel_tol=WEIGHTS_REL_TOL):
-            details.append(f"Подсказка: {hint}")
-            return failed(WEIGHTS_TITLE, "ответ неверный.", *details, mistake=mistake)
+    mistakes = _weights_mistakes(param_count, bytes_per_param)
+    # Сначала точные совпадения: ровно 15 — это память T4, хотя и 14,9 для круглых 4 млрд
+    # параметров отличается от 15 меньше чем на 1 %; потом — с допуском на округление.
+    for rel_tol in (1e-9, WEIGHTS_REL_TOL):
+        for wrong, hint, mistake in mistakes:
+            if math.isclose(got, wrong, rel_tol=rel_tol):
+                details.append(f"Подсказка: {hint}")
+                return failed(WEIGHTS_TITLE, "ответ неверный.", *details, mistake=mistake)
     return failed(WEIGHTS_TITLE, "ответ неверный.", *details, mistake=UNKNOWN)
