@@ -231,6 +231,10 @@ objects = {
     ),
     "precision.check_bfloat16": (Model([kernel], [kernel]),),
     "precision.check_lora": (Model([kernel, *lora], lora, [Layer("decoder_block_0/query")]),),
+    "precision.check_lora_parameter_count": (
+        lambda d, h, q, kv, r, n: n * (r * d * (q + kv) + 2 * r * h),
+    ),
+    "flops.check_training_seconds": (lambda f, peak, u: f / (peak * u),),
     "wall.check_weights_memory": (wall.GEMMA_4B_PARAMS * 4 / GIB,),
     "generation.check_generations": ([p + " — и продолжение." for p in generation.PROMPTS],),
 }

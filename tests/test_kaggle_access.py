@@ -414,6 +414,7 @@ def test_guidance_differs_for_401_403_and_timeout():
 # --------------------------------------------------------------------------- choose_preset
 
 
+@pytest.mark.slow  # импорт keras_hub в процессе тестов
 def test_only_new_token_and_no_network_talks_about_the_network(monkeypatch):
     """Критерий задачи: только KAGGLE_API_TOKEN и нет сети — речь о сети, не о ключах."""
     pytest.importorskip("keras_hub")
@@ -465,7 +466,7 @@ def test_tiny_mode_never_checks_kaggle(monkeypatch):
     monkeypatch.setenv("COURSE7_TINY", "1")
 
     def no_network(preset):
-        raise AssertionError("в крошечном режиме в Kaggle не ходим")
+        raise AssertionError("в учебном режиме в Kaggle не ходим")
 
     preset = runtime.choose_preset("gemma3_1b", notify=lambda *a: None, check_access=no_network)
     assert preset == "/tiny"

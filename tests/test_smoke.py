@@ -31,7 +31,7 @@ CLASS = {
         lab2(FORWARD + "\n\nflops.check_compute_num_flops = lambda *a, **k: None", TABLE),
     ),
 }
-POINTS = {"correct": 4, "forward_only": 2, "gpu_correct": 2, "patched_checker": 2}
+POINTS = {"correct": 4, "forward_only": 2, "gpu_correct": 4, "patched_checker": 2}
 
 
 def test_a_small_mixed_class_is_graded_end_to_end(tmp_path, sandbox):

@@ -26,6 +26,7 @@ from corpus import COPIED_PAIRS, LAB2, LAB4
 from nbformat.v4 import new_notebook
 
 from feedback import flops, memory
+from feedback import precision as feedback_precision
 from feedback.answers import accumulation, mistakes, precision, wall
 from feedback.answers.mistakes import MISTAKES, NOT_ASSESSED
 from feedback.engine.comparing import Answer
@@ -116,10 +117,11 @@ def test_every_literal_id_is_listed_and_used_at_one_site_only():
 def _answers() -> dict[str, Answer]:
     from feedback.answers import flops as flops_answers
     from feedback.answers import memory as memory_answers
+    from feedback.answers import precision as precision_answers
 
     return {
         f"{module.__name__}.{name}": value
-        for module in (flops_answers, memory_answers)
+        for module in (flops_answers, memory_answers, precision_answers)
         for name, value in vars(module).items()
         if isinstance(value, Answer)
     }
@@ -160,6 +162,8 @@ FUNCTION_CHECKS = {
     "memory.GRADIENT_MEMORY": memory.GRADIENT_MEMORY,
     "memory.OPTIMIZER_MEMORY": memory.OPTIMIZER_MEMORY,
     "memory.ACTIVATION_MEMORY": memory.ACTIVATION_MEMORY,
+    "flops.TRAINING_SECONDS": flops.TRAINING_SECONDS,
+    "precision.LORA_PARAMETERS": feedback_precision.LORA_PARAMETERS,
 }
 
 
@@ -343,6 +347,14 @@ VERDICTS = [
             _optimizer(learning_rate=1e-4, gradient_accumulation_steps=None), **NO_ACC
         ),
     ),
+    (
+        "optimizer.lr_divided",
+        lambda: accumulation.judge_optimizer(_optimizer(learning_rate=1.25e-5)),
+    ),
+    (
+        "optimizer.lr_exponent_slip",
+        lambda: accumulation.judge_optimizer(_optimizer(learning_rate=8e-5)),
+    ),
     ("optimizer.lr_default", lambda: accumulation.judge_optimizer(_optimizer(learning_rate=1e-3))),
     ("optimizer.no_clipnorm", lambda: accumulation.judge_optimizer(_optimizer(clipnorm=None))),
     (
@@ -481,7 +493,7 @@ def test_mistake_rows_one_per_failed_task_with_the_hint_learners_saw():
 
 def test_hint_without_the_word_is_the_verdict_text():
     verdict = str(flops.check_final_results([*_flops_rows(), _flops_rows()[0]]))
-    assert analytics.hint_from_verdict(verdict).startswith("в таблице 1 ошибка.")
+    assert analytics.hint_from_verdict(verdict).startswith("в таблице одна ошибка.")
     assert "BERT-Base" in analytics.hint_from_verdict(verdict)
     assert analytics.hint_from_verdict("") == ""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
@@ -186,11 +188,17 @@ def _grade(work, grade_id: str, score: float | None = None, comment: str | None 
 
 
 def _report(work) -> BeautifulSoup:
+    path = work / "autograded" / "ivanov" / LAB4 / f"{LAB4}.ipynb"
+    html = _writer(work).write("ivanov", LAB4, path).read_text(encoding="utf-8")
+    return BeautifulSoup(html, "html.parser")
+
+
+@functools.cache
+def _writer(work):
+    """Один экспортёр отчётов на папку: его шаблоны загружаются секунду."""
     from feedback.teacher.reports import ReportWriter
 
-    path = work / "autograded" / "ivanov" / LAB4 / f"{LAB4}.ipynb"
-    html = ReportWriter(work).write("ivanov", LAB4, path).read_text(encoding="utf-8")
-    return BeautifulSoup(html, "html.parser")
+    return ReportWriter(work)
 
 
 def _toc(page: BeautifulSoup) -> list[str]:

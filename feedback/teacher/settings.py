@@ -6,7 +6,7 @@ nbgrader_config.py, отчёты, выгрузка. Тесты и ``make bench``
 объектом, а не подменой констант модулей.
 
 Здесь же — бюджеты одной работы (:class:`Limits`): для лабораторных на процессоре
-(:data:`CPU_LIMITS`) и для GPU-лабораторных в крошечном режиме (:data:`GPU_LIMITS`), — и то,
+(:data:`CPU_LIMITS`) и для GPU-лабораторных в учебном режиме (:data:`GPU_LIMITS`), — и то,
 как узнать GPU-лабораторную (:func:`is_gpu_lab`). Модуль лёгкий: только стандартная
 библиотека и реестр переменных.
 """
@@ -70,7 +70,7 @@ class Limits:
         return cls(**data)
 
 
-#: Бюджеты по умолчанию: лабораторные на процессоре и GPU-лабораторные (крошечный режим).
+#: Бюджеты по умолчанию: лабораторные на процессоре и GPU-лабораторные (учебный режим).
 CPU_LIMITS = Limits(notebook_seconds=180, cell_seconds=60, memory_bytes=int(1.5 * GIB))
 GPU_LIMITS = Limits(notebook_seconds=900, cell_seconds=600, memory_bytes=3 * GIB)
 
