@@ -466,7 +466,7 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             problem="записано больше",
         ),
     ]
-    works += lab4_works() + gpu_works() + trust_works() + more_trust_works()
+    works += lab4_works() + gpu_works() + trust_works() + more_trust_works() + round_3_works()
     return works
 
 
@@ -951,5 +951,39 @@ def more_trust_works() -> list[Work]:
             first_cell(submission(LAB4, memory_mistakes), SHADOW_PACKAGE),
             memory_points(tuple(MEMORY_TASKS)),
             flagged=True,
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- доверие, круг 3
+
+#: Адрес, на который «звонили бы домой» страницы с картинками и стилями работы.
+TRACKER = "tracker.example"
+#: Пиксели слежения в письменном ответе: Markdown, HTML и стиль с url().
+CALLS_HOME_ANSWER = (
+    f"Смотрите: ![пиксель](http://{TRACKER}/a.png?who=me) и "
+    f'<img src="https://{TRACKER}/b.png" alt="ещё"> и '
+    f'<p style="background: url(http://{TRACKER}/c.png)">фон</p>'
+)
+#: И в выводе ячейки: HTML с картинкой, srcset, poster и стилями, Markdown с картинкой.
+CALLS_HOME_OUTPUT = f"""from IPython.display import HTML, Markdown, display
+
+display(HTML(
+    '<img src="http://{TRACKER}/d.png" alt="график">'
+    '<img srcset="http://{TRACKER}/e.png 2x">'
+    '<video poster="http://{TRACKER}/f.png"></video>'
+    '<div style="background-image: url(//{TRACKER}/g.png)">фон</div>'
+))
+display(Markdown("![картинка](https://{TRACKER}/h.png)"))"""
+
+
+def round_3_works() -> list[Work]:
+    """Атаки третьего круга (issue 26): страницы, которые «звонят домой»."""
+    return [
+        Work(
+            "t72_calls_home",
+            LAB2,
+            with_cell(lab2(reflection_scaling=CALLS_HOME_ANSWER), CALLS_HOME_OUTPUT),
+            both(2),
         ),
     ]

@@ -73,7 +73,16 @@ def venv_key() -> str:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """Окружение подпроцесса без следов .venv и без строгого режима, если его не просили."""
-    drop = {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "FEEDBACK_STRICT", "MPLBACKEND"}
+    # PYTHONDONTWRITEBYTECODE (так на машинах CI) убран: без байт-кода каждый процесс заново
+    # компилировал бы numpy, pandas и IPython окружения — втрое дольше каждый импорт.
+    drop = {
+        "VIRTUAL_ENV",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "FEEDBACK_STRICT",
+        "MPLBACKEND",
+        "PYTHONDONTWRITEBYTECODE",
+    }
     env = {key: value for key, value in os.environ.items() if key not in drop}
     env.update(MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1", PIP_NO_INPUT="1")
     env.update(extra)
@@ -101,9 +110,10 @@ def build_colab_venv() -> Path:
         return python
     shutil.rmtree(VENV, ignore_errors=True)
     VENV.parent.mkdir(parents=True, exist_ok=True)
-    # Ставит uv из дополнения dev (как make env): в разы быстрее pip. Байт-код не пишется:
-    # он появится при первом импорте и только для нужных модулей. Сам pip в окружении остаётся
-    # тем, что положил venv, — им тесты ниже строят план установки, как первая ячейка в Colab.
+    # Ставит uv из дополнения dev (как make env): в разы быстрее pip. Байт-код появится при
+    # первом импорте и только для нужных модулей (clean_env не запрещает его писать). Сам pip
+    # в окружении остаётся тем, что положил venv, — им тесты ниже строят план установки, как
+    # первая ячейка в Colab.
     install = [sys.executable, "-m", "uv", "pip", "install", "-q", "--python", str(python)]
     steps = [
         [sys.executable, "-m", "venv", str(VENV)],

@@ -31,6 +31,15 @@ def test_gpu_labs_ran_in_tiny_mode_without_a_gpu(graded_class):
     assert {w.lab for w in graded_class.works} >= {LAB5, LAB6}
 
 
+def lab5_test_points() -> float:
+    """Баллы автопроверки 7.5: все ячейки-тесты выпуска (письменные ответы — вручную)."""
+    from submissions import student_notebook
+
+    cells = student_notebook(LAB5)["cells"]
+    grading = [cell["metadata"].get("nbgrader", {}) for cell in cells]
+    return sum(g.get("points", 0) for g in grading if g.get("grade") and not g.get("solution"))
+
+
 #: Помощник, который ломает keras, keras-hub и модель для всех, если бы ядра делили память.
 BREAKS_KERAS = """import keras, keras_hub
 keras.optimizers.AdamW = None
@@ -61,6 +70,7 @@ def test_what_one_work_patches_in_keras_stays_in_that_work(tmp_path, sandbox, fr
     settings = replace(Settings.from_env(), work=fresh_work(tmp_path / "work"))
     grade.grade(folder, jobs=1, settings=settings)
     scores = {r["student_id"]: float(r["score"]) for r in read_csv(settings.work / "grades.csv")}
-    assert scores["b_honest"] == 8 and scores["a_breaks_keras"] < 8
+    full = lab5_test_points()
+    assert scores["b_honest"] == full and scores["a_breaks_keras"] < full
     kernels = {r["student_id"]: r["kernel"] for r in read_csv(settings.work / "timings.csv")}
     assert kernels == {"a_breaks_keras": "template", "b_honest": "template"}

@@ -24,8 +24,8 @@ import pytest
 from feedback.teacher import export, gradebook, reports, roster
 from feedback.teacher import grade as grading
 from feedback.teacher.export import fill_worksheet, join_records, moodle_grades, parse_records
-from feedback.teacher.grade import Graded, changes
 from feedback.teacher.gradebook import TaskScore
+from feedback.teacher.ledger import Graded, changes
 from feedback.teacher.results import TaskOutcome, UnitResult
 
 from notebook_runner import ROOT
@@ -470,10 +470,10 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
     # Проверка «исправлена»: в прошлый раз она давала 0 за таблицу FLOPs, теперь — 2.
     recorded = gradebook.record
 
-    def old_check(work_, result_):
+    def old_check(work_, result_, **kwargs):
         tests = {**result_.tests}
         tests["check_final_results"] = replace(tests["check_final_results"], score=0.0)
-        return recorded(work_, replace(result_, tests=tests))
+        return recorded(work_, replace(result_, tests=tests), **kwargs)
 
     monkeypatch.setattr(grading.gradebook, "record", old_check)
     grading.grade(zip2, jobs=2)

@@ -128,3 +128,12 @@ def test_tables_neutralise_formulas_from_uploads(tmp_path, monkeypatch):
     assert rows("needs_review.csv") == [["ivanov", "lab", "'@SUM", "3", "'+1", "x"]]
     assert rows("cases.csv") == [["ivanov", "lab", "'\tx", '{"a": -1}']]
     assert rows("timings.csv") == [["ivanov", "lab", "2.5", "", "", ""]]  # без замеров ядра
+
+
+@pytest.mark.slow  # команда alembic — процесс Python с импортом nbgrader
+def test_the_schema_version_read_in_process_is_what_alembic_says():
+    from feedback.teacher import gradebook
+
+    gradebook._read_alembic_version_in_process()
+    with gradebook._scripts_on_path():
+        assert gradebook.alembic_head() == gradebook.nbgrader_alembic_version()

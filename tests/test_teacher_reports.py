@@ -135,11 +135,7 @@ def lab4_work(tmp_path_factory):
     преподаватель), на вопросы 2 и 3 ответа нет; под ответами — ячейки критериев.
     """
     import json
-    import os
-    import sys
-    from pathlib import Path
 
-    from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveCells
 
     from feedback.teacher import gradebook, unit
@@ -148,13 +144,8 @@ def lab4_work(tmp_path_factory):
     work = tmp_path_factory.mktemp("reports-work")
     db = f"sqlite:///{work / 'gradebook.db'}"
     release = ROOT / "notebooks" / LAB4 / f"{LAB4}.ipynb"
-    saved_path = os.environ["PATH"]
-    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), saved_path])
-    try:  # nbgrader создаёт базу командой alembic из PATH
-        with Gradebook(db) as gb:
-            gb.update_or_create_assignment(LAB4)
-    finally:
-        os.environ["PATH"] = saved_path
+    with gradebook._open(work) as gb:  # база — так же, как её создаёт make grade
+        gb.update_or_create_assignment(LAB4)
     resources = {"nbgrader": {"notebook": LAB4, "assignment": LAB4, "db_url": db}}
     SaveCells().preprocess(nbformat.read(release, as_version=4), resources)
 

@@ -281,7 +281,10 @@ def test_the_kernel_runs_on_the_cpus_it_was_given(tmp_path, start):
 
 PROCESS_TRACES = """import os
 found = []
-for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
+# Без песочницы видны все процессы машины, в том числе сам make grade с окружением
+# преподавателя (изоляции нет — об этом предупреждение): тогда смотрим своё ядро.
+pids = [p for p in os.listdir('/proc') if p.isdigit()] if SANDBOXED else [str(os.getpid())]
+for pid in pids:
     for name in ('environ', 'cmdline'):
         try:
             found.append(open(f'/proc/{pid}/{name}', 'rb').read().decode('utf-8', 'replace'))
@@ -306,7 +309,10 @@ def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monk
     monkeypatch.setenv("COURSE7_TEACHER_SECRET", "MARKER-секрет-преподавателя")
     monkeypatch.setenv("KAGGLE_KEY", "MARKER-kaggle")
     execution = run(
-        tmp_path, PROCESS_TRACES, "import os; print(os.getcwd(), oct(os.umask(0)))", start=start
+        tmp_path,
+        f"SANDBOXED = {start['mode'] == 'bwrap'}\n" + PROCESS_TRACES,
+        "import os; print(os.getcwd(), oct(os.umask(0)))",
+        start=start,
     )
     seen = text(execution, 0)
     count, leaked = seen.split("\n")[0].split()

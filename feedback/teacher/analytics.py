@@ -31,6 +31,7 @@ from typing import Any
 
 from feedback.answers.mistakes import describe
 from feedback.engine.result import UNKNOWN
+from feedback.teacher import files
 from feedback.teacher.class_data import (
     NO_CODE,
     NOT_MISTAKES,
@@ -301,7 +302,7 @@ def after_grading(work: Path) -> Analytics:
     data = class_data(work)
     summary = write_summary(work / SUMMARY_HTML, data)
     notes = work / MISTAKES_MD
-    notes.write_text(lecture_notes(data), encoding="utf-8")
+    files.write_text(notes, lecture_notes(data))
     return Analytics(similar, summary, notes, time.monotonic() - started)
 
 

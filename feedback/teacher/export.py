@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from feedback.formatting import plural
-from feedback.teacher import gradebook, roster
+from feedback.teacher import files, gradebook, roster
 from feedback.teacher.release import lab_sources
 from feedback.teacher.tables import safe_cell, write_csv
 
@@ -351,7 +351,7 @@ def fill_worksheet(work: Path, worksheet: Path, lab: str | None = None) -> Fille
         done.filled.append(student)
     folder.mkdir(parents=True, exist_ok=True)
     body = join_records(records, delimiter).encode("utf-8")
-    done.path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + body)
+    files.write_bytes(done.path, (b"\xef\xbb\xbf" if bom else b"") + body)
     return done
 
 

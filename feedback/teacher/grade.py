@@ -33,20 +33,26 @@ from feedback.teacher import lean  # noqa: F401
 # isort: split
 
 import argparse
+import contextlib
 import csv
+import fcntl
 import hashlib
 import json
 import os
 import secrets
+import shutil
 import sys
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
+from feedback.formatting import plural
 from feedback.settings import MIB, SettingError
-from feedback.teacher import analytics, gradebook, roster, uploads, warm
+from feedback.teacher import analytics, files, gradebook, ledger, roster, uploads, warm
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.release import lab_sources
 from feedback.teacher.reports import ReportWriter
@@ -85,6 +91,10 @@ class Run:
     cases: list[dict[str, Any]] = field(default_factory=list)
     timings: list[dict[str, Any]] = field(default_factory=list)
     mistakes: list[list[str]] = field(default_factory=list)  # строки mistakes.csv
+    #: снимок баллов прошлого запуска (ledger) и отпечатки сданного сейчас и оценённого
+    before: dict[tuple[str, str], ledger.Graded] = field(default_factory=dict)
+    uploads: dict[tuple[str, str], str] = field(default_factory=dict)
+    answers: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
     @property
     def work(self) -> Path:
@@ -98,8 +108,7 @@ def _secret(work: Path) -> str:
     """Секрет курса для случаев оценивания: один на рабочую папку, учащимся не виден."""
     path = work / ".grading-secret"
     if not path.exists():
-        path.write_text(secrets.token_hex(16))
-        path.chmod(0o600)
+        files.write_text(path, secrets.token_hex(16), permissions=0o600)
     return path.read_text().strip()
 
 
@@ -225,14 +234,12 @@ def tree_digest(folder: Path) -> bytes:
     return digest.digest()
 
 
-def warm_up(run: Run, labs: set[str], cache: Path, templates: dict[str, str] | None = None) -> None:
-    """Эталонные решения лабораторных — через ту же песочницу, что и работы учащихся.
+#: Эталоны, которые ещё не проверены: лабораторная → задание единицы и отметка о проверке.
+References = dict[str, tuple[Job, Path]]
 
-    Так проверяется сама настройка оценивания (решение должно пройти все свои проверки,
-    иначе оценивать нельзя — :class:`SetupError`), а кэш компиляции JAX наполняется тем,
-    что понадобится верным работам GPU-лабораторных. Делается один раз на каждую версию
-    исходника и пакета (:func:`reference_version`).
-    """
+
+def unchecked_references(run: Run, labs: set[str], cache: Path) -> References:
+    """Эталонные решения лабораторных ``labs``, которые эта версия ещё не проверяла."""
     jax_dir = cache / "jax"
     jax_dir.mkdir(parents=True, exist_ok=True)
     pending = {}
@@ -244,10 +251,29 @@ def warm_up(run: Run, labs: set[str], cache: Path, templates: dict[str, str] | N
         if stamp.exists():
             continue
         reference = Submission("эталон", lab, str(source), json.loads(source.read_text("utf-8")))
-        job = with_template(job_for(run, reference, cache), templates or {})
+        job = job_for(run, reference, cache)
         if job.gpu:
             job = replace(job, jax_cache_write=str(jax_dir))
         pending[lab] = (job, stamp)
+    return pending
+
+
+def warm_up(
+    run: Run,
+    labs: set[str],
+    cache: Path,
+    templates: dict[str, str] | None = None,
+    pending: References | None = None,
+) -> None:
+    """Эталонные решения лабораторных — через ту же песочницу, что и работы учащихся.
+
+    Так проверяется сама настройка оценивания (решение должно пройти все свои проверки,
+    иначе оценивать нельзя — :class:`SetupError`), а кэш компиляции JAX наполняется тем,
+    что понадобится верным работам GPU-лабораторных. Делается один раз на каждую версию
+    исходника и пакета (:func:`reference_version`); ``pending`` — уже найденные
+    :func:`unchecked_references`.
+    """
+    pending = unchecked_references(run, labs, cache) if pending is None else pending
     failures = []
 
     def on_result(result: UnitResult) -> None:
@@ -258,7 +284,8 @@ def warm_up(run: Run, labs: set[str], cache: Path, templates: dict[str, str] | N
         else:
             stamp.touch()
 
-    run_local([job for job, _ in pending.values()], run.jobs, on_result)
+    jobs = [with_template(job, templates or {}) for job, _ in pending.values()]
+    run_local(jobs, run.jobs, on_result, run.settings.units)
     if failures:
         raise SetupError(
             "эталонное решение не проходит собственные проверки при оценивании — "
@@ -277,8 +304,17 @@ def with_template(job: Job, templates: dict[str, str]) -> Job:
 def merge(run: Run, result: UnitResult, reports: ReportWriter) -> None:
     """Результат единицы → база оценок, autograded/, отчёт и строки CSV."""
     student, lab, file = result.student, result.lab, result.file
-    path = gradebook.record(run.work, result)
-    reports.write(student, lab, path)
+    key = (student, lab)
+    earlier = run.before.get(key)
+    recorded = gradebook.record(
+        run.work,
+        result,
+        upload=run.uploads.get(key),
+        graded_before=earlier.answers if earlier else None,
+        archive=lambda rows: ledger.archive_manual(run.work, rows),
+    )
+    run.answers[key] = recorded.answers
+    reports.write(student, lab, recorded.path)
     for problem in result.problems:
         run.problems.append(Problem(student, lab, file, problem))
     for item in result.review:
@@ -419,126 +455,6 @@ def write_tables(run: Run) -> None:
         write_csv(path, header, _with_earlier(path, header, rows, run))
 
 
-# --------------------------------------------------------------------------- что изменилось
-
-#: Баллы прошлого запуска по заданиям и отпечатки оценённых работ (для changes.csv).
-SCORES = "scores.json"
-CHANGES_HEADER = ["student_id", "lab", "task", "old_points", "new_points", "why"]
-
-
-@dataclass
-class Graded:
-    """Работа в снимке баллов: отпечаток сданного файла и баллы по заданиям."""
-
-    upload: str | None
-    tasks: dict[str, gradebook.TaskScore]
-
-
-def upload_fingerprint(notebook: Any) -> str:
-    """Отпечаток сданной тетрадки: тот же файл, скачанный заново, даёт тот же отпечаток."""
-    text = json.dumps(notebook, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
-
-
-#: Отпечаток неоценённой работы, у которой нет тетрадки (пустой список — как и прежде).
-NO_UPLOAD = upload_fingerprint([])
-
-
-def load_scores(work: Path) -> dict[tuple[str, str], Graded] | None:
-    """Снимок баллов прошлого запуска (scores.json) или ``None``, если его нет."""
-    path = work / SCORES
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return {
-        (item["student"], item["lab"]): Graded(
-            item.get("upload"),
-            {name: gradebook.TaskScore(*task) for name, task in item["tasks"].items()},
-        )
-        for item in data.get("works", [])
-    }
-
-
-def current_scores(
-    work: Path, uploads_now: dict[tuple[str, str], str], earlier: dict | None = None
-) -> dict[tuple[str, str], Graded]:
-    """Баллы из базы сейчас; отпечаток — этого запуска или, если работа не оценивалась, прежний."""
-    earlier = earlier or {}
-    found = {}
-    for key, result in gradebook.results(work).items():
-        upload = uploads_now.get(key) or (earlier[key].upload if key in earlier else None)
-        found[key] = Graded(upload, result.tasks)
-    return found
-
-
-def save_scores(work: Path, scores: dict[tuple[str, str], Graded]) -> None:
-    works = [
-        {
-            "student": student,
-            "lab": lab,
-            "upload": graded.upload,
-            "tasks": {
-                name: [task.auto, task.manual, task.max, task.needs_manual]
-                for name, task in sorted(graded.tasks.items())
-            },
-        }
-        for (student, lab), graded in sorted(scores.items())
-    ]
-    (work / SCORES).write_text(json.dumps({"works": works}, ensure_ascii=False, indent=1))
-
-
-def _points(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"
-
-
-def changes(
-    before: dict[tuple[str, str], Graded],
-    after: dict[tuple[str, str], Graded],
-    graded_now: set[tuple[str, str]],
-) -> list[list[str]]:
-    """Строки changes.csv: задание, прежние и новые баллы и почему они изменились.
-
-    Почему: «ручная оценка» — в formgrader поставили или изменили оценку; «новая работа» —
-    работа оценена заново и файл другой; «изменилась проверка» — файл тот же, а баллы
-    другие (исправлена проверка, рубрика или баллы задания). Работы, оценённые впервые, сюда
-    не попадают: менять было нечего. Пустые баллы — ждёт ручной проверки (или задания не было).
-    """
-    rows = []
-    for key, now in sorted(after.items()):
-        earlier = before.get(key)
-        if earlier is None:
-            continue
-        for task in sorted(set(earlier.tasks) | set(now.tasks)):
-            old, new = earlier.tasks.get(task), now.tasks.get(task)
-            old_score = old.score if old else None
-            new_score = new.score if new else None
-            if old_score == new_score and (old is None) == (new is None):
-                continue
-            why = []
-            if (old.manual if old else None) != (new.manual if new else None):
-                why.append("ручная оценка")
-            automatic = (old.auto, old.needs_manual) if old else None
-            if key in graded_now and automatic != ((new.auto, new.needs_manual) if new else None):
-                if earlier.upload is None or now.upload is None:
-                    why.append("оценено заново (прежний файл не записан)")
-                elif earlier.upload != now.upload:
-                    why.append("новая работа")
-                else:
-                    why.append("изменилась проверка")
-            rows.append(
-                [
-                    key[0],
-                    key[1],
-                    task,
-                    _points(old_score),
-                    _points(new_score),
-                    "; ".join(why) or "изменилась проверка",
-                ]
-            )
-    return rows
-
-
 # --------------------------------------------------------------------------- всё вместе
 
 
@@ -576,39 +492,100 @@ def grade(
     из переменных окружения (:meth:`Settings.from_env`).
     """
     settings = settings or Settings.from_env()
+    with grading_lock(settings.work):
+        return _grade(submissions, jobs, scheduler, roster_file, settings)
+
+
+def _grade(
+    submissions: Path | None,
+    jobs: int | None,
+    scheduler: str | None,
+    roster_file: Path | None,
+    settings: Settings,
+) -> Path:
     scheduler = scheduler or settings.scheduler
     work = settings.work
     run = prepare(settings, jobs, roster_file)
-    before = load_scores(work)
+    before = ledger.load_scores(work)
     if before is None:  # первый запуск (или снимка ещё не было): что уже есть в базе
-        before = current_scores(work, {})
-    found = collect(submissions or settings.submitted, run)
+        before = ledger.current_scores(work, {})
+    run.before = before
+    source = submissions or settings.submitted
+    found = collect(source, run)
+    if not found and not run.problems:
+        raise SetupError(f"нет работ: в {source} не найдено ни одной тетрадки .ipynb")
     if run.matcher is not None:
         roster.save_participants(work, run.matcher.seen)
+    run.uploads = {(s.student, s.lab): ledger.upload_fingerprint(s.notebook) for s in found}
     collection_problems = list(run.problems)
     cache = settings.cache
     jobs_list = [job_for(run, s, None if scheduler else cache) for s in found]
-    # Заготовки ядер — только здесь, под bubblewrap: рабочие Dask запускают ядра сами.
-    profiles = {warm.profile_of(job.gpu) for job in jobs_list}
-    use_templates = settings.warm_kernels and run.mode == "bwrap" and not scheduler
+    references = unchecked_references(run, {job.lab for job in jobs_list}, cache)
+    # Заготовки ядер — только здесь, под bubblewrap (рабочие Dask запускают ядра сами), и
+    # только там, где ядер этого вида столько, что заготовка окупается.
+    local = [] if scheduler else jobs_list
+    kernels = Counter(
+        warm.profile_of(job.gpu) for job in [*local, *(j for j, _ in references.values())]
+    )
+    use_templates = settings.warm_kernels and run.mode == "bwrap"
+    profiles = [profile for profile, count in kernels.items() if warm.pays_off(profile, count)]
     with warm.kernel_templates(profiles, template_env, enabled=use_templates) as templates:
-        jobs_list = [with_template(job, templates) for job in jobs_list]
+        jobs_list = [with_template(job, templates) for job in local] or jobs_list
         if any(job.gpu for job in jobs_list):
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
-        warm_up(run, {job.lab for job in jobs_list}, cache, templates)
+        warm_up(run, set(references), cache, templates, references)
         _run_units(run, jobs_list, scheduler, work)
     graded = {(s.student, s.lab) for s in found}
-    uploads_now = {(s.student, s.lab): upload_fingerprint(s.notebook) for s in found}
     reports = ReportWriter(work)
     for result in _unassessed(run, collection_problems, graded):
+        run.uploads[(result.student, result.lab)] = ledger.NO_UPLOAD
         _merge_safely(run, result, reports)
-        uploads_now[(result.student, result.lab)] = NO_UPLOAD
     write_tables(run)
-    after = current_scores(work, uploads_now, before)
-    write_csv(work / "changes.csv", CHANGES_HEADER, changes(before, after, set(uploads_now)))
-    save_scores(work, after)
+    after = ledger.current_scores(work, run.uploads, before, run.answers)
+    rows = ledger.changes(before, after, set(run.uploads))
+    write_csv(work / ledger.CHANGES, ledger.CHANGES_HEADER, rows)
     _analytics(work)
+    # Снимок баллов — последним: оборванный до этого места запуск повторяется с тем же
+    # «прежним» снимком, и changes.csv повтора — тот же, что у запуска без обрыва.
+    ledger.save_scores(work, after)
+    _counts(len(found), collection_problems)
     return work / "grades.csv"
+
+
+#: Файл блокировки рабочей папки: два make grade в одной папке переписывали бы таблицы друг друга.
+LOCK = ".grading.lock"
+
+
+@contextlib.contextmanager
+def grading_lock(work: Path) -> Iterator[None]:
+    """Рабочая папка — только для этого запуска; остатки оборванного запуска убираются.
+
+    Второй запуск в той же папке не начинается (:class:`SetupError`), а не портит таблицы
+    первого. Оборванный запуск (``kill -9``) оставляет временные файлы записей и папки единиц
+    с работами учащихся: их убирает следующий.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    with open(work / LOCK, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SetupError(
+                f"в {work} уже идёт другой make grade (или make feedback): дождитесь его конца"
+            ) from None
+        files.remove_leftovers(work)
+        shutil.rmtree(work / "units", ignore_errors=True)
+        yield
+
+
+def _counts(graded: int, problems: list[Problem]) -> None:
+    """Итог в консоли: сколько работ оценено и сколько стало строками problems.csv."""
+    unassessed = len({(p.student, p.lab, p.file) for p in problems})
+    print(
+        f"Оценено: {plural(graded, 'работа', 'работы', 'работ')}; проблемных файлов: "
+        f"{unassessed} (problems.csv).",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _run_units(run: Run, jobs: list[Job], scheduler: str | None, work: Path) -> None:
@@ -626,7 +603,7 @@ def _run_units(run: Run, jobs: list[Job], scheduler: str | None, work: Path) -> 
     if scheduler:
         run_dask(jobs, scheduler, on_result)
     else:
-        run_local(jobs, run.jobs, on_result)
+        run_local(jobs, run.jobs, on_result, run.settings.units)
 
 
 def _analytics(work: Path) -> None:
@@ -651,6 +628,25 @@ def _progress(done: int, total: int, result: UnitResult) -> None:
         f"[{done}/{total}] {result.student} · {result.lab}: {score:g} из {points:g}{mark}{took}",
         file=sys.stderr,
         flush=True,
+    )
+
+
+def teacher_fault(error: OSError) -> str:
+    """Сбой у преподавателя (место, права, папка только для чтения) — по-русски, с путём."""
+    import errno
+
+    where = f" ({error.filename})" if error.filename else ""
+    reasons = {
+        errno.ENOSPC: "на диске кончилось место",
+        errno.EDQUOT: "кончилась квота на диске",
+        errno.EROFS: "папка только для чтения",
+        errno.EACCES: "нет прав на запись",
+        errno.EPERM: "нет прав на запись",
+    }
+    reason = reasons.get(error.errno, f"ошибка файловой системы: {error.strerror or error}")
+    return (
+        f"{reason}{where}. Таблицы и отчёты прежних запусков не тронуты: освободите место или "
+        "дайте права и запустите make grade ещё раз."
     )
 
 
@@ -682,6 +678,9 @@ def main(argv: list[str] | None = None) -> int:
         grades = grade(args.submissions, args.jobs, args.scheduler, args.roster, settings)
     except (SetupError, SettingError) as error:
         print(f"Оценивание не началось: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"Оценивание прервано: {teacher_fault(error)}", file=sys.stderr)
         return 2
     work = settings.work
     print(f"Оценки: {grades}")

@@ -11,25 +11,28 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
-import shutil
 import sys
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
+from feedback.teacher import files
 from feedback.teacher.release import lab_sources
 from feedback.teacher.results import UnitResult
 from feedback.teacher.settings import COURSE_ID, Settings, gradebook_url
 from feedback.teacher.tables import write_csv
 
 NO_RESPONSE = "Нет ответа."
+#: Почему снята ручная оценка (то же, что у feedback.teacher.ledger.ANSWER_CHANGED).
+ANSWER_CHANGED = "ответ изменён после ручной проверки: ждёт её снова"
 
 
 def _fingerprint(path: Path) -> str:
@@ -60,7 +63,7 @@ def register(work: Path) -> dict[str, nbformat.NotebookNode]:
             stamps[lab] = fingerprint
         releases[lab] = nbformat.read(released, as_version=4)
     stamps_file.parent.mkdir(parents=True, exist_ok=True)
-    stamps_file.write_text(json.dumps(stamps, indent=1))
+    files.write_text(stamps_file, json.dumps(stamps, indent=1))
     return releases
 
 
@@ -69,6 +72,7 @@ def _api(work: Path) -> Any:
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
+    _read_alembic_version_in_process()
     settings = Settings(work=work)
     config = PyFileConfigLoader("nbgrader_config.py", path=str(settings.root)).load_config()
     for name, value in settings.course_directory().items():
@@ -91,25 +95,89 @@ def _scripts_on_path() -> Iterator[None]:
 def _open(work: Path) -> Any:
     from nbgrader.api import Gradebook
 
+    _read_alembic_version_in_process()
     with _scripts_on_path():  # новую базу nbgrader помечает версией из alembic
         return Gradebook(gradebook_url(work), COURSE_ID)
 
 
-def record(work: Path, result: UnitResult) -> Path:
-    """Записывает результат единицы в базу и кладёт проверенную тетрадку на место."""
+@functools.cache
+def alembic_head() -> str:
+    """Версия схемы базы nbgrader — последняя миграция из его сценариев alembic."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    config = Config()
+    config.set_main_option("script_location", ALEMBIC_DIR)
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+def _read_alembic_version_in_process() -> None:
+    """Новая база nbgrader помечается версией схемы без отдельного процесса.
+
+    nbgrader узнаёт её командой ``alembic heads`` — новый процесс Python, который импортирует
+    nbgrader (секунды на каждую новую базу: первый запуск make grade, каждая рабочая папка в
+    тестах). Та же версия читается из тех же сценариев миграций здесь (:func:`alembic_head`;
+    tests/test_teacher_grade.py сверяет её с ответом команды).
+    """
+    import nbgrader.api
+
+    global nbgrader_alembic_version
+    if nbgrader.api.get_alembic_version is not alembic_head:
+        nbgrader_alembic_version = nbgrader.api.get_alembic_version
+        nbgrader.api.get_alembic_version = alembic_head
+
+
+#: Как версию узнаёт сам nbgrader (команда alembic), — для сверки в тестах.
+nbgrader_alembic_version: Callable[[], str] | None = None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Что запись работы в базу оставила: проверенную тетрадку и отпечатки оценённого.
+
+    ``answers`` — задание → отпечаток того, что оценивалось (для снимка баллов,
+    :mod:`feedback.teacher.ledger`); ``reopened`` — строки manual_archive.csv: ручные оценки,
+    снятые потому, что ответ изменился.
+    """
+
+    path: Path
+    answers: dict[str, str]
+    reopened: list[list[Any]]
+
+
+def record(
+    work: Path,
+    result: UnitResult,
+    upload: str | None = None,
+    graded_before: Mapping[str, str] | None = None,
+    archive: Callable[[list[list[Any]]], None] | None = None,
+) -> Recorded:
+    """Записывает результат единицы в базу и кладёт проверенную тетрадку на место.
+
+    Ручная оценка остаётся за преподавателем, пока оценённое им то же: для письменного ответа
+    — текст ответа, для задания автопроверки — сданный файл (``upload``, его отпечаток).
+    ``graded_before`` — отпечатки из снимка прошлого запуска; изменилось — оценка снимается
+    (балл и комментарий сначала уходят в ``archive``), и задание снова ждёт проверки.
+    Неизменённое и уже оценённое вручную не просит проверки снова.
+    """
     from nbgrader.utils import compute_checksum, determine_grade
 
     student, lab = result.student, result.lab
     # HTML из работы уже очищен в единице (feedback.teacher.unit.run_unit).
     notebook = nbformat.reads(json.dumps(result.autograded), as_version=4)
     folder = work / "autograded" / student / lab
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{lab}.ipynb"
-    nbformat.write(notebook, path)
-    flagged = bool(result.review)
+    files.write_text(path, nbformat.writes(notebook))
+    # Работа с находками для ручной проверки и неоценённая работа ждут преподавателя: их
+    # нули — не оценка (formgrader помечает их «needs manual grade», выгрузка оставляет пусто).
+    flagged = bool(result.review) or not result.assessed
     tests = result.tests
     timestamp = _submitted_timestamp(work, student, lab)
+    graded_before = graded_before or {}
+    answers: dict[str, str] = {}
+    reopened: list[list[Any]] = []
     with _open(work) as gb, warnings.catch_warnings():
         # nbgrader создаёт ячейки работы через автосброс сессии SQLAlchemy и ворчит об этом.
         warnings.simplefilter("ignore", category=Warning)
@@ -125,19 +193,43 @@ def record(work: Path, result: UnitResult) -> Path:
                 if grading.get("solution"):  # письменный ответ: 0, если не тронут, иначе вручную
                     grade.auto_score, _ = determine_grade(cell)
                     needs_review = grade.auto_score is None
+                    now = compute_checksum(cell)
                 else:  # автопроверка: только вердикт единицы, без вердикта — ноль
                     test = tests.get(grade_id)
                     grade.auto_score = float(test.score) if test is not None else 0.0
                     needs_review = flagged
-                grade.needs_manual_grade = needs_review or grade.manual_score is not None
+                    now = upload
+                if now is not None:
+                    answers[grade_id] = now
+                was = graded_before.get(grade_id)
+                if grade.manual_score is not None and None not in (was, now) and was != now:
+                    comment = (
+                        gb.find_comment(grade_id, lab, lab, student)
+                        if grading.get("solution")
+                        else None
+                    )
+                    old_comment = (comment.manual_comment or "") if comment else ""
+                    reopened.append(
+                        [student, lab, grade_id, f"{grade.manual_score:g}", old_comment,
+                         ANSWER_CHANGED]
+                    )  # fmt: skip
+                    grade.manual_score = None
+                    if comment is not None:
+                        comment.manual_comment = None
+                    grade.needs_manual_grade = needs_review
+                else:
+                    # Оценённое вручную и не изменившееся снова не просит проверки.
+                    grade.needs_manual_grade = grade.manual_score is None and needs_review
             if grading.get("solution") or grading.get("task"):
                 comment = gb.find_comment(grade_id, lab, lab, student)
                 unchanged = grading.get("checksum") == compute_checksum(cell)
                 comment.auto_comment = (
                     NO_RESPONSE if unchanged and grading.get("solution") else None
                 )
+        if reopened and archive is not None:
+            archive(reopened)  # до того, как снятые оценки уйдут из базы
         gb.db.commit()
-    return path
+    return Recorded(path, answers, reopened)
 
 
 def _submitted_timestamp(work: Path, student: str, lab: str) -> Any:

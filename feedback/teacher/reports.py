@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -19,6 +18,7 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
+from feedback.teacher import files
 from feedback.teacher.preprocessors import ReportCleanup, ReportGrades
 from feedback.teacher.settings import PACKAGE, gradebook_url, work_dir
 
@@ -115,11 +115,8 @@ class ReportWriter:
         }
         body, _ = self.exporter.from_notebook_node(notebook, resources=resources)
         folder = self.work / "feedback_reports" / student / lab
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        target = folder / f"{lab}.html"
-        target.write_text(body, encoding="utf-8")
-        return target
+        folder.mkdir(parents=True, exist_ok=True)
+        return files.write_text(folder / f"{lab}.html", body)
 
 
 def rewrite_all(work: Path) -> list[Path]:

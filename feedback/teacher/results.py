@@ -110,6 +110,9 @@ class UnitResult:
     peak_memory: int | None = None
     wall_seconds: float | None = None
     warm_kernel: bool = False  # ядро — копия прогретой заготовки (feedback.teacher.warm)
+    #: работа оценена по существу; ``False`` — не оценена (файл повреждён, не найден ответ…):
+    #: её нули — не оценка, и в выгрузку для LMS она не идёт, пока её не разберёт преподаватель
+    assessed: bool = True
 
     @property
     def flagged(self) -> bool:

@@ -27,12 +27,12 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from feedback.teacher import files
 from feedback.teacher.tables import write_csv
 from feedback.teacher.uploads import student_id
 
@@ -174,7 +174,7 @@ def prepare_roster(work: Path, given: Path | None = None) -> Roster | None:
             raise RosterError(f"список учащихся {given} не найден")
         load_roster(given)  # сначала проверить, потом заменить прежний
         if given.resolve() != target.resolve():
-            shutil.copyfile(given, target)
+            files.write_bytes(target, given.read_bytes())
     return load_roster(target) if target.is_file() else None
 
 

@@ -74,12 +74,16 @@ def _unit_entry(job_file: str, result_file: str, log_file: str) -> None:
     raise SystemExit(main([job_file, result_file]))
 
 
-def run_isolated(job: Job) -> UnitResult:
+def run_isolated(job: Job, units: Path | None = None) -> UnitResult:
     """Выполняет одну единицу в своём процессе; что бы с ней ни случилось — вернёт результат.
 
-    Временная папка единицы — в ``COURSE7_UNITS_DIR`` этой машины (рабочего Dask — его).
+    Папка единицы (в ней задание: работа учащегося и критерии) — в ``COURSE7_UNITS_DIR``, в
+    ``units`` (у ``make grade`` — ``units/`` рабочей папки, её чистит следующий запуск, если
+    этот оборвался) или, на рабочем Dask, в его временной папке; по окончании она удаляется.
     """
-    base = UNITS_DIR.read()
+    base = UNITS_DIR.read() or units
+    if base is not None:
+        Path(base).mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="course7-unit-", dir=base))
     job = replace(job, unit_dir=str(folder / "unit"))
     job_file, result_file, log_file = folder / "job.json", folder / "result.json", folder / "log"
@@ -145,8 +149,15 @@ def _log_tail(path: Path) -> str:
     return f": {' / '.join(tail)}" if tail else ""
 
 
-def run_local(jobs: Iterable[Job], workers: int, on_result: Callable[[UnitResult], None]) -> None:
+def run_local(
+    jobs: Iterable[Job],
+    workers: int,
+    on_result: Callable[[UnitResult], None],
+    units: Path | None = None,
+) -> None:
     """Выполняет единицы здесь, до ``workers`` одновременно; результаты — по мере готовности.
+
+    ``units`` — где создавать папки единиц (:func:`run_isolated`).
 
     Каждому из ``workers`` мест достаются свои ядра процессора: ядро Jupyter работы
     закрепляется за ними (``taskset``), и библиотеки не делят одно ядро на несколько потоков.
@@ -158,7 +169,7 @@ def run_local(jobs: Iterable[Job], workers: int, on_result: Callable[[UnitResult
     def run_on_slot(job: Job) -> UnitResult:
         cpus = slots.get()
         try:
-            return run_isolated(replace(job, cpus=cpus))
+            return run_isolated(replace(job, cpus=cpus), units)
         finally:
             slots.put(cpus)
 

@@ -197,6 +197,11 @@ class Settings:
         return self.work / "exchange"
 
     @property
+    def units(self) -> Path:
+        """Папки единиц этого запуска (задания с работами); их остатки убирает следующий запуск."""
+        return self.work / "units"
+
+    @property
     def cache(self) -> Path:
         """Кэши единиц на этой машине: крошечная Gemma и кэш компиляции JAX (прогрев)."""
         return self.work / "cache"

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 from feedback.answers.mistakes import describe
 from feedback.formatting import plural
+from feedback.teacher import files
 from feedback.teacher.class_data import NO_CODE, SLOW_FACTOR, SLOW_SECONDS, ClassData, TaskStats
 from feedback.teacher.safe_html import CSP_META
 
@@ -342,5 +343,5 @@ def render(data: ClassData, work: Path) -> str:
 
 def write_summary(path: Path, data: ClassData) -> Path:
     """Пишет summary.html в рабочую папку (ссылки — относительно неё)."""
-    path.write_text(render(data, path.parent), encoding="utf-8")
+    files.write_text(path, render(data, path.parent))
     return path

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from feedback.teacher.files import replacing
+
 #: С чего начинается формула (список OWASP).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -33,10 +35,12 @@ def safe_cell(value: Any) -> Any:
 def write_csv(path: Path, header: list[str], rows: Iterable[Iterable[Any]]) -> None:
     """Пишет таблицу UTF-8 с заголовком; каждая ячейка проходит через :func:`safe_cell`.
 
+    Таблица пишется целиком или никак (:func:`feedback.teacher.files.replacing`).
+
     Символы, которых нет в UTF-8 (одиночные суррогаты из имён файлов или JSON работы),
     заменяются на ``?``: одна такая ячейка не должна оставить таблицу недописанной.
     """
-    with open(path, "w", newline="", encoding="utf-8", errors="replace") as fh:
+    with replacing(path, "w", newline="", encoding="utf-8", errors="replace") as fh:
         writer = csv.writer(fh)
         writer.writerow([safe_cell(cell) for cell in header])
         writer.writerows([safe_cell(cell) for cell in row] for row in rows)

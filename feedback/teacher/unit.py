@@ -440,6 +440,7 @@ def unassessed(
         autograded=nbformat.from_dict(json.loads(nbformat.writes(notebook))),
         tests=tests,
         problems=[f"Работа не оценена: {problem}."],
+        assessed=False,
     )
 
 

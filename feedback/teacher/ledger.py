@@ -1,0 +1,193 @@
+"""Снимок баллов между запусками: что изменилось (changes.csv) и чьи ручные оценки чьи.
+
+После каждого ``make grade`` в ``scores.json`` остаются баллы каждой работы по заданиям,
+отпечаток сданного файла и отпечатки ответов — такими, какими их видел этот запуск (и
+преподаватель в formgrader после него). Следующий запуск сравнивает с ним:
+
+- ``changes.csv`` — чьи баллы изменились и почему (:func:`changes`);
+- ручная оценка остаётся за преподавателем, пока ответ, который он оценил, тот же; изменился
+  ответ — оценка снимается, прежние балл и комментарий уходят в ``manual_archive.csv``
+  (:func:`archive_manual`), а задание снова ждёт проверки
+  (:func:`feedback.teacher.gradebook.record`).
+
+Снимок пишется последним шагом запуска: оборванный раньше запуск повторяется с тем же
+прежним снимком, и его changes.csv — тот же, что у запуска без обрыва.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from feedback.teacher import files, gradebook
+from feedback.teacher.tables import write_csv
+
+#: Баллы прошлого запуска по заданиям и отпечатки оценённых работ и ответов.
+SCORES = "scores.json"
+CHANGES = "changes.csv"
+CHANGES_HEADER = ["student_id", "lab", "task", "old_points", "new_points", "why"]
+#: Снятые ручные оценки: ответ изменился после проверки.
+MANUAL_ARCHIVE = "manual_archive.csv"
+MANUAL_ARCHIVE_HEADER = ["student_id", "lab", "task", "manual_points", "comment", "why"]
+#: Почему ручная оценка снята (changes.csv и manual_archive.csv).
+ANSWER_CHANGED = gradebook.ANSWER_CHANGED
+
+Key = tuple[str, str]
+
+
+@dataclass
+class Graded:
+    """Работа в снимке баллов: отпечаток сданного файла, баллы и отпечатки ответов.
+
+    ``answers`` — задание → отпечаток того, что оценивалось: текста ответа у письменного
+    ответа и кода, сданного файла у автопроверки (:func:`feedback.teacher.gradebook.record`).
+    """
+
+    upload: str | None
+    tasks: dict[str, gradebook.TaskScore]
+    answers: dict[str, str] = field(default_factory=dict)
+
+
+def upload_fingerprint(notebook: Any) -> str:
+    """Отпечаток сданной тетрадки: тот же файл, скачанный заново, даёт тот же отпечаток."""
+    text = json.dumps(notebook, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+#: Отпечаток неоценённой работы, у которой нет тетрадки (пустой список — как и прежде).
+NO_UPLOAD = upload_fingerprint([])
+
+
+def load_scores(work: Path) -> dict[Key, Graded] | None:
+    """Снимок баллов прошлого запуска (scores.json) или ``None``, если его нет."""
+    path = work / SCORES
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {
+        (item["student"], item["lab"]): Graded(
+            item.get("upload"),
+            {name: gradebook.TaskScore(*task) for name, task in item["tasks"].items()},
+            dict(item.get("answers", {})),
+        )
+        for item in data.get("works", [])
+    }
+
+
+def current_scores(
+    work: Path,
+    uploads_now: dict[Key, str],
+    earlier: dict[Key, Graded] | None = None,
+    answers_now: dict[Key, dict[str, str]] | None = None,
+) -> dict[Key, Graded]:
+    """Баллы из базы сейчас; отпечатки — этого запуска или, если работа не оценивалась, прежние."""
+    earlier, answers_now = earlier or {}, answers_now or {}
+    found = {}
+    for key, result in gradebook.results(work).items():
+        before = earlier.get(key)
+        upload = uploads_now.get(key) or (before.upload if before else None)
+        answers = answers_now.get(key, before.answers if before else {})
+        found[key] = Graded(upload, result.tasks, dict(answers))
+    return found
+
+
+def save_scores(work: Path, scores: dict[Key, Graded]) -> None:
+    works = [
+        {
+            "student": student,
+            "lab": lab,
+            "upload": graded.upload,
+            "tasks": {
+                name: [task.auto, task.manual, task.max, task.needs_manual]
+                for name, task in sorted(graded.tasks.items())
+            },
+            "answers": dict(sorted(graded.answers.items())),
+        }
+        for (student, lab), graded in sorted(scores.items())
+    ]
+    files.write_text(work / SCORES, json.dumps({"works": works}, ensure_ascii=False, indent=1))
+
+
+def _points(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def changes(
+    before: dict[Key, Graded], after: dict[Key, Graded], graded_now: set[Key]
+) -> list[list[str]]:
+    """Строки changes.csv: задание, прежние и новые баллы и почему они изменились.
+
+    Почему: «ручная оценка» — в formgrader поставили или изменили оценку; :data:`ANSWER_CHANGED`
+    — ручная оценка снята, потому что учащийся изменил оценённый ответ; «новая работа» —
+    работа оценена заново и файл другой; «изменилась проверка» — файл тот же, а баллы
+    другие (исправлена проверка, рубрика или баллы задания). Работы, оценённые впервые, сюда
+    не попадают: менять было нечего. Пустые баллы — ждёт ручной проверки (или задания не было).
+    """
+    rows = []
+    for key, now in sorted(after.items()):
+        earlier = before.get(key)
+        if earlier is None:
+            continue
+        for task in sorted(set(earlier.tasks) | set(now.tasks)):
+            old, new = earlier.tasks.get(task), now.tasks.get(task)
+            old_score = old.score if old else None
+            new_score = new.score if new else None
+            if old_score == new_score and (old is None) == (new is None):
+                continue
+            why = _why(old, new, key in graded_now, earlier, now)
+            rows.append([*key, task, _points(old_score), _points(new_score), why])
+    return rows
+
+
+def _why(
+    old: gradebook.TaskScore | None,
+    new: gradebook.TaskScore | None,
+    graded_now: bool,
+    earlier: Graded,
+    now: Graded,
+) -> str:
+    why = []
+    reopened = old is not None and new is not None and old.manual is not None
+    if reopened and new.manual is None and new.pending:
+        why.append(ANSWER_CHANGED)
+    elif (old.manual if old else None) != (new.manual if new else None):
+        why.append("ручная оценка")
+    if graded_now and _automatic_changed(old, new):
+        if earlier.upload is None or now.upload is None:
+            why.append("оценено заново (прежний файл не записан)")
+        elif earlier.upload != now.upload:
+            why.append("новая работа")
+        elif ANSWER_CHANGED not in why:
+            why.append("изменилась проверка")
+    return "; ".join(why) or "изменилась проверка"
+
+
+def _automatic_changed(old: gradebook.TaskScore | None, new: gradebook.TaskScore | None) -> bool:
+    """Изменилось ли решение автопроверки: балл или, пока оценки вручную нет, её просьба."""
+    if old is None or new is None:
+        return (old is None) != (new is None)
+    unreviewed = old.manual is None and new.manual is None
+    return old.auto != new.auto or (unreviewed and old.needs_manual != new.needs_manual)
+
+
+def archive_manual(work: Path, rows: Iterable[list[Any]]) -> None:
+    """Дописывает снятые ручные оценки в manual_archive.csv (целиком, атомарно).
+
+    Пишется до того, как оценка уйдёт из базы; строка, уже записанная прерванным запуском, не
+    повторяется.
+    """
+    path = work / MANUAL_ARCHIVE
+    kept: list[list[str]] = []
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8") as fh:
+            kept = list(csv.reader(fh))[1:]
+    new = [[str(cell) for cell in row] for row in rows]
+    new = [row for row in new if row not in kept]
+    if new:
+        write_csv(path, MANUAL_ARCHIVE_HEADER, [*kept, *new])

@@ -1,0 +1,81 @@
+"""Ручные оценки между запусками make grade: за преподавателем, пока оценённое им то же.
+
+Повторный запуск с той же работой не просит проверить снова уже проверенное; работа, в
+которой учащийся изменил оценённый письменный ответ, снова ждёт проверки: прежние балл и
+комментарий — в manual_archive.csv, строка в changes.csv, в отчёте — «ожидает проверки», в
+выгрузке для Moodle — пусто, а не прежний балл.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from feedback.teacher import export, gradebook, ledger, reports
+from feedback.teacher import grade as grading
+from feedback.teacher.settings import Settings
+
+from submissions import read_csv, submission, write_submission
+
+LAB2 = "lab_7_2_training_flops"
+ANSWER = "reflection_scaling"
+FIRST = "FLOPs растут в 100 раз: и параметров, и токенов в 10 раз больше."
+SECOND = "Переписал: в 100 раз, потому что 6·P·N линейна и по P, и по N."
+COMMENT = "Верно, но почему именно произведение?"
+
+
+def _grade_once(settings: Settings, folder, answer: str) -> None:
+    write_submission(folder, "ivanov", LAB2, submission(LAB2, {ANSWER: answer}))
+    grading.grade(folder, jobs=1, settings=settings)
+
+
+def _manual(work, score: float, comment: str) -> None:
+    """Как formgrader: балл и комментарий к ответу, и задание больше не ждёт проверки."""
+    with gradebook._open(work) as gb:
+        grade = gb.find_grade(ANSWER, LAB2, LAB2, "ivanov")
+        grade.manual_score, grade.needs_manual_grade = score, False
+        gb.find_comment(ANSWER, LAB2, LAB2, "ivanov").manual_comment = comment
+        gb.db.commit()
+
+
+def _task(work) -> gradebook.TaskScore:
+    return gradebook.results(work)[("ivanov", LAB2)].tasks[ANSWER]
+
+
+def test_a_manual_grade_stays_until_the_graded_answer_changes(tmp_path, sandbox, fresh_work):
+    settings = replace(Settings.from_env(), work=fresh_work(tmp_path / "work"))
+    work, folder = settings.work, tmp_path / "submitted"
+    _grade_once(settings, folder, FIRST)
+    assert _task(work).pending  # письменный ответ ждёт преподавателя
+    _manual(work, 1.0, COMMENT)
+
+    # Та же работа ещё раз (исправили проверку, перезапустили): оценка и комментарий — те же,
+    # formgrader не просит проверить ответ снова.
+    _grade_once(settings, folder, FIRST)
+    task = _task(work)
+    assert (task.manual, task.needs_manual, task.pending) == (1.0, False, False)
+    # changes.csv называет оценку преподавателя, поставленную между запусками, — и только её.
+    (change,) = [r for r in read_csv(work / ledger.CHANGES) if r["task"] == ANSWER]
+    assert (change["old_points"], change["new_points"], change["why"]) == ("", "1", "ручная оценка")
+
+    # Учащийся переписал ответ и сдал заново: оценка снята, ответ снова ждёт проверки.
+    _grade_once(settings, folder, SECOND)
+    task = _task(work)
+    assert (task.manual, task.needs_manual, task.pending) == (None, True, True)
+    (change,) = [r for r in read_csv(work / ledger.CHANGES) if r["task"] == ANSWER]
+    assert (change["old_points"], change["new_points"]) == ("1", "")
+    assert change["why"] == ledger.ANSWER_CHANGED
+    (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
+    assert (archived["manual_points"], archived["comment"]) == ("1", COMMENT)
+    with gradebook._open(work) as gb:
+        assert gb.find_comment(ANSWER, LAB2, LAB2, "ivanov").manual_comment is None
+
+    # Отчёт, таблица оценок и выгрузка для Moodle: ждёт проверки, а не прежние баллы.
+    reports.rewrite_all(work)
+    (report,) = (work / "feedback_reports" / "ivanov").glob("*/*.html")
+    html = report.read_text(encoding="utf-8")
+    assert "ожидает проверки преподавателем" in html and COMMENT not in html
+    gradebook.export(work)
+    (row,) = read_csv(work / "grades.csv")
+    assert float(row["pending_manual_points"]) >= 1
+    result = gradebook.results(work)[("ivanov", LAB2)]
+    assert export.final_score(result) is None  # пусто в Moodle, а не прежние баллы
