@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 from urllib.parse import urlsplit
 
 #: Атрибуты, по которым браузер сам загружает ресурс.
@@ -21,18 +22,23 @@ _CSS_URL = re.compile(r"url\(\s*['\"]?([^'\")]+)", re.IGNORECASE)
 
 class _Page(HTMLParser):
     def __init__(
-        self, origin: str | None, marker: str, scripts_allowed: bool, known: tuple[str, ...]
+        self,
+        origin: str | None,
+        marker: str,
+        scripts_allowed: bool,
+        known: tuple[str, ...],
+        own_handlers: frozenset[str],
     ) -> None:
         super().__init__(convert_charrefs=True)
         self.origin, self.marker, self.scripts_allowed = origin, marker, scripts_allowed
-        self.known = known
+        self.known, self.own_handlers = known, own_handlers
         self.problems: list[str] = []
         self._in_script = self._in_style = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for name, value in attrs:
             value = value or ""
-            if name.startswith("on"):
+            if name.startswith("on") and value not in self.own_handlers:
                 self.problems.append(f"обработчик {name} у <{tag}>")
             if name in ("href", "xlink:href", "action", "formaction") and _DANGEROUS_LINK.match(
                 value
@@ -80,20 +86,41 @@ class _Page(HTMLParser):
 FORMGRADER_OWN = ("https://cdnjs.cloudflare.com/ajax/libs/mathjax/",)
 
 
+def formgrader_handlers() -> frozenset[str]:
+    """Обработчики событий из шаблонов самого formgrader (скрыть и показать имя учащегося).
+
+    Берутся из установленного nbgrader, а не списком: обработчик с другим текстом — уже не
+    шаблона, а работы.
+    """
+    import nbgrader
+
+    templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
+    found = set()
+    for template in templates.rglob("*"):
+        if template.is_file():
+            found.update(_HANDLER.findall(template.read_text(encoding="utf-8")))
+    return frozenset(found)
+
+
+_HANDLER = re.compile(r'\bon[a-z]+="([^"{}]+)"')
+
+
 def page_problems(
     html: str,
     marker: str,
     origin: str | None = None,
     scripts_allowed: bool = False,
     known: tuple[str, ...] = (),
+    own_handlers: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Что на странице выполнилось бы или загрузилось бы с другого адреса (пусто — ничего).
 
     ``origin`` — адрес сервера страницы (его ресурсы свои), ``marker`` — строка, по которой
     узнаётся скрипт из работы; ``scripts_allowed`` — у страницы есть свои скрипты (formgrader);
-    ``known`` — адреса, которые грузит сама страница, а не работа (:data:`FORMGRADER_OWN`).
+    ``known`` — адреса, которые грузит сама страница, а не работа (:data:`FORMGRADER_OWN`);
+    ``own_handlers`` — тексты обработчиков шаблона страницы (:func:`formgrader_handlers`).
     """
-    page = _Page(origin, marker, scripts_allowed, known)
+    page = _Page(origin, marker, scripts_allowed, known, own_handlers)
     page.feed(html)
     page.close()
     return page.problems

@@ -113,8 +113,12 @@ def build_colab_venv() -> Path:
     # Ставит uv из дополнения dev (как make env): в разы быстрее pip. Байт-код появится при
     # первом импорте и только для нужных модулей (clean_env не запрещает его писать). Сам pip
     # в окружении остаётся тем, что положил venv, — им тесты ниже строят план установки, как
-    # первая ячейка в Colab.
-    install = [sys.executable, "-m", "uv", "pip", "install", "-q", "--python", str(python)]
+    # первая ячейка в Colab. --no-config: настройки uv из pyproject.toml курса (например,
+    # override-dependencies) не должны менять окружение, которое повторяет Colab.
+    install = [
+        *(sys.executable, "-m", "uv", "pip", "install", "-q", "--no-config"),
+        *("--python", str(python)),
+    ]
     steps = [
         [sys.executable, "-m", "venv", str(VENV)],
         [*install, *COLAB_PINS, *TOOLS],

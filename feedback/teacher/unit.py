@@ -426,6 +426,7 @@ def unassessed(
     )
     note.metadata["course7"] = GRADING_NOTE
     notebook.cells.insert(0, note)
+    clean_notebook(notebook)  # значки Colab и Kaggle выпуска — подписи, как в оценённой работе
     tests = {}
     for cell in notebook.cells:
         grading = cell.metadata.get("nbgrader", {})
