@@ -36,6 +36,9 @@ import sys
 from feedback.settings import RECORD_FD
 
 RECORD_FD_ENV = RECORD_FD.name
+#: Системные вызовы записи — свои, взятые до кода учащегося: подмена ``os.write`` или
+#: ``os.fstat`` в тетрадке не перехватит запись оценивания.
+_write, _fstat = os.write, os.fstat
 #: Где лежит настоящий пакет курса: его файлы читать можно, остальные «feedback» — нет.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _STDLIB = os.path.dirname(os.__file__)
@@ -105,7 +108,7 @@ class _Record:
         self.inode = None
         if fd is not None:
             try:
-                stat = os.fstat(fd)
+                stat = _fstat(fd)
                 self.inode = (stat.st_dev, stat.st_ino)
             except OSError:
                 self.fd = None
@@ -114,7 +117,7 @@ class _Record:
         if self.inode is None or type(fd) is not int or fd < 0:
             return False
         try:
-            stat = os.fstat(fd)
+            stat = _fstat(fd)
         except OSError:
             return False
         return (stat.st_dev, stat.st_ino) == self.inode
@@ -129,7 +132,7 @@ class _Record:
                 # оценивания заметит это по отметкам зонда, которых не окажется.
                 self.fd = None
                 return
-            os.write(self.fd, line)
+            _write(self.fd, line)
         except OSError:
             self.fd = None
 
@@ -137,14 +140,60 @@ class _Record:
 _record = _Record(None)
 _busy: set[int] = set()
 _cell_prefix = ""
+#: Код, который ячейка выполнила из строки (``exec``, ``eval``, ``timeit``, ``doctest``,
+#: ``cProfile.run``…): id объекта кода → (объект кода, ячейка и строка, откуда его выполнили).
+#: События такого кода записываются как события этой ячейки.
+_from_strings: dict[int, tuple[object, tuple[str, int]]] = {}
 
 
 def _cell_of(frame) -> tuple[str, int] | None:
-    """Ячейка тетрадки (имя её файла и строка), если ``frame`` — код ячейки."""
-    filename = frame.f_code.co_filename
+    """Ячейка тетрадки (имя её файла и строка), если ``frame`` — код ячейки или код,
+    который ячейка выполнила из строки."""
+    code = frame.f_code
+    filename = code.co_filename
     if _cell_prefix and filename.startswith(_cell_prefix):
         return os.path.basename(filename), frame.f_lineno
+    known = _from_strings.get(id(code))
+    if known is not None and known[0] is code:
+        return known[1]
     return None
+
+
+def _any_cell_above(frame) -> tuple[str, int] | None:
+    """Ближайшая ячейка где угодно выше в стеке (через любые библиотеки)."""
+    while frame is not None:
+        cell = _cell_of(frame)
+        if cell:
+            return cell
+        frame = frame.f_back
+    return None
+
+
+def _remember_code(code: object, origin: tuple[str, int]) -> None:
+    """Запоминает код из строки и все вложенные в него функции и классы."""
+    pending = [code]
+    while pending and len(_from_strings) < 100_000:
+        current = pending.pop()
+        if not hasattr(current, "co_consts") or id(current) in _from_strings:
+            continue
+        _from_strings[id(current)] = (current, origin)
+        pending.extend(const for const in current.co_consts if hasattr(const, "co_consts"))
+
+
+def _code_from_string(event: str, args: tuple) -> None:
+    """``exec``/``function.__new__`` кода, который выполняет ячейка (прямо или через библиотеку).
+
+    Импорт модулей тоже выполняет их код через ``exec`` — он не в счёт: события импортируемой
+    библиотеки — не поступки учащегося.
+    """
+    if not args or not hasattr(args[0], "co_consts"):
+        return
+    caller = sys._getframe(3)
+    if caller.f_code.co_filename.startswith("<frozen importlib"):
+        return
+    origin = _any_cell_above(caller)
+    if origin:
+        _remember_code(args[0], origin)
 
 
 def _caller_cell(depth: int, indirect: bool):
@@ -211,6 +260,8 @@ def _check(event: str, args: tuple) -> None:
         _deny(event, "пытается стереть запись оценивания", _caller_cell(3, True))
     if event == "fcntl.fcntl" and args and _record.is_record(args[0]):
         _deny(event, "пытается изменить запись оценивания", _caller_cell(3, True))
+    if event in ("exec", "function.__new__"):
+        _code_from_string(event, args)
     if event in DIRECT_EVENTS:
         cell = _caller_cell(3, False)
         if cell:
@@ -243,9 +294,13 @@ def _watch_threads() -> None:
     threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
 
 
-def probe_ran(grade_id: str, token: str) -> None:
-    """Отметка настоящего зонда: наблюдение ``grade_id`` снято (:mod:`feedback.engine.probe`)."""
-    _record.write({"event": PROBE, "grade_id": grade_id, "token": token})
+def probe_ran(grade_id: str, token: str, digest: str = "") -> None:
+    """Отметка настоящего зонда: наблюдение ``grade_id`` снято (:mod:`feedback.engine.probe`).
+
+    ``digest`` — отпечаток наблюдения: программа оценивания сверяет с ним наблюдение из вывода
+    ячейки, поэтому подмена вывода (``display``, публикатор, сессия IPython) видна.
+    """
+    _record.write({"event": PROBE, "grade_id": grade_id, "token": token, "digest": digest})
 
 
 def install(record_fd: int | None) -> None:

@@ -977,13 +977,69 @@ display(HTML(
 display(Markdown("![картинка](https://{TRACKER}/h.png)"))"""
 
 
+#: Вспомогательная ячейка: внутри строки timeit подменяет display IPython так, что
+#: наблюдение настоящего зонда (метка, зонд и его отметка в записи — настоящие) уходит с
+#: FLOPs, умноженными на 3: функция 2·P·N выглядела бы верной.
+TIMEIT_TRIPLES_OBSERVATION = '''import timeit
+
+timeit.timeit("""
+import IPython.display as _shown
+_real = _shown.display
+
+
+def _tripled(*objects, **options):
+    for value in objects:
+        if isinstance(value, dict) and "application/vnd.course7.observation+json" in value:
+            body = value["application/vnd.course7.observation+json"]["observation"]
+            for call in body.get("ok", {}).get("calls", []):
+                if call.get("t") == "float":
+                    call["v"] = call["v"] * 3
+    return _real(*objects, **options)
+
+
+_shown.display = _tripled
+""", number=1)'''
+
+#: Обход кадров и сборщика мусора из строк: doctest, cProfile.run и run_cell. Функция верная.
+WALKS_FROM_STRINGS = '''import cProfile
+import doctest
+
+
+def _walk():
+    """
+    >>> import gc
+    >>> _ = len(gc.get_objects())
+    """
+
+
+doctest.run_docstring_examples(_walk, {})
+cProfile.run("import sys; _ = sys._getframe(0)")
+get_ipython().run_cell("import gc; _ = gc.get_referrers(print)")'''
+
+TRIPLED_FUNCTION = "def compute_num_flops(p, n):\n    return 2 * p * n"
+
+
 def round_3_works() -> list[Work]:
-    """Атаки третьего круга (issue 26): страницы, которые «звонят домой»."""
+    """Атаки третьего круга (issue 26): страницы, которые «звонят домой», и код из строк."""
     return [
         Work(
             "t72_calls_home",
             LAB2,
             with_cell(lab2(reflection_scaling=CALLS_HOME_ANSWER), CALLS_HOME_OUTPUT),
             both(2),
+        ),
+        Work(
+            "t72_timeit_display",
+            LAB2,
+            with_cell(lab2(TRIPLED_FUNCTION, TABLE), TIMEIT_TRIPLES_OBSERVATION),
+            both(0),
+            flagged=True,
+        ),
+        Work(
+            "t72_walks_from_strings",
+            LAB2,
+            with_cell(lab2(), WALKS_FROM_STRINGS),
+            both(2),
+            flagged=True,
         ),
     ]

@@ -381,3 +381,38 @@ def test_a_whole_notebook_is_scanned_in_milliseconds():
         scan(answers, modules, set(), setup=setup)
         times.append(time.process_time() - started)
     assert sorted(times)[2] < 0.05  # обычно 1–4 мс; порог — с запасом на загруженную машину
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "reason"),
+    [
+        (
+            'import timeit\ntimeit.timeit("""\nimport IPython.display as d\n'
+            'd.display = print\n""")',
+            4,
+            "меняет модуль IPython",
+        ),
+        ("from timeit import Timer\nTimer('import gc; gc.get_objects()').timeit(1)", 2, "gc"),
+        ("import timeit\ntimeit.repeat(setup='import ctypes', stmt='1')", 2, "ctypes"),
+        ("import cProfile\ncProfile.run('import sys; sys._getframe()')", 2, "кадры стека"),
+        ("import cProfile\ncProfile.Profile().runctx('import inspect', {}, {})", 2, "inspect"),
+        ("get_ipython().run_cell('import gc\\ngc.get_referrers(1)')", 1, "gc"),
+        ("code = 'flops.check_compute_num_flops = None'\nexec(code)", 2, "меняет модуль курса"),
+        ("import pdb\npdb.run('import sys; sys.settrace(None)')", 2, "sys.settrace"),
+        (
+            'import doctest\n\ndef f():\n    """\n    >>> import sys; sys._getframe(0).f_back\n'
+            '    """\n\ndoctest.run_docstring_examples(f, {})',
+            5,
+            "кадры стека",
+        ),
+    ],
+)
+def test_code_run_from_strings_is_read_as_code(source, line, reason):
+    """timeit, cProfile, pdb, exec, run_cell и doctest выполнят строку: сканер читает её как код."""
+    found = findings(source)
+    assert any(item.line == line and reason in item.reason for item in found), found
+
+
+def test_docstring_examples_without_doctest_are_only_text():
+    source = 'def f():\n    """\n    >>> import gc; gc.get_objects()\n    """'
+    assert findings(source) == []

@@ -420,6 +420,40 @@ def test_the_guard_records_what_learner_cells_do_and_refuses_a_shadow_package(tm
     assert execution.record[0] == {"event": "course7.start"}  # ftruncate записи не стёр
 
 
+#: Тот же обход кадров и сборщика мусора, но из строк: timeit, doctest, cProfile, exec.
+FROM_STRINGS = [
+    "import timeit\n\ntimeit.timeit('import sys; sys._getframe()', number=1)",
+    'import doctest\n\n\ndef _walk():\n    """\n    >>> import gc\n'
+    '    >>> _ = gc.get_objects()\n    """\n\n\ndoctest.run_docstring_examples(_walk, {})',
+    "import cProfile\ncProfile.run('import sys; sys._getframe()')",
+    "exec(compile('def f():\\n    import gc\\n    return gc.get_objects()', 'x', 'exec'))\n"
+    "print(len(f()) > 0)",
+    "get_ipython().run_cell('import sys; frame = sys._getframe()')",
+]
+
+
+@pytest.mark.parametrize("start", MODES, indirect=True)
+def test_code_a_cell_runs_from_a_string_is_recorded_as_that_cell(tmp_path, start):
+    """Код из строки — события ячейки, которая его выполнила (строка вызова), или ячейки,
+    которой нет в тетрадке (``run_cell``): запись ядра ничего из этого не теряет."""
+    from feedback.teacher.unit import cell_file_name
+
+    execution = run(tmp_path, *FROM_STRINGS, start=start)
+    assert "True" in text(execution, 3)
+    events = {
+        (entry["event"], entry.get("file"), entry.get("line"))
+        for entry in execution.record
+        if entry["event"] != "course7.start"
+    }
+    files = [cell_file_name(source) for source in FROM_STRINGS]
+    assert ("sys._getframe", files[0], 3) in events
+    assert ("gc.get_objects", files[1], 11) in events
+    assert ("sys._getframe", files[2], 2) in events
+    assert ("gc.get_objects", files[3], 1) in events  # функция из строки, вызванная позже
+    strangers = {event[1] for event in events if event[0] == "sys._getframe"} - set(files)
+    assert strangers, events  # ячейка run_cell: своё имя файла, которого нет в тетрадке
+
+
 @pytest.mark.parametrize("start", IN_SANDBOX, indirect=True)
 def test_folders_mounted_into_the_sandbox_tmp_do_not_count_against_its_budget(tmp_path, start):
     """Окружение или кэш под /tmp (так бывает в CI) смонтированы в /tmp песочницы: не в счёт."""

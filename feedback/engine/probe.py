@@ -79,6 +79,14 @@ def observation_payload(
     return {"grade_id": grade_id, "check": check_name, "token": token, "observation": envelope}
 
 
+def observation_digest(payload: Any) -> str:
+    """Отпечаток наблюдения: одинаковый у зонда в ядре и у программы оценивания снаружи."""
+    import hashlib
+
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, allow_nan=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
 def emit(
     grade_id: str,
     check_name: str,
@@ -89,12 +97,14 @@ def emit(
     """Показывает наблюдение выводом ячейки (его прочтёт программа оценивания).
 
     И отмечает в записи ядра (:mod:`feedback.kernel_guard`), что настоящий зонд дошёл
-    до конца: без этой отметки программа оценивания наблюдению не поверит.
+    до конца, с отпечатком наблюдения (:func:`observation_digest`): без отметки программа
+    оценивания наблюдению не поверит, а с чужим отпечатком — значит, вывод подменили по пути.
     """
     from IPython.display import display
 
     payload = observation_payload(grade_id, check_name, get_objects, params_json, token)
+    digest = observation_digest(payload)  # до вывода: его могли подменить по дороге
     display({OBSERVATION_MIME: payload, "text/plain": f"[наблюдение {grade_id}]"}, raw=True)
     guard = sys.modules.get("feedback.kernel_guard")
     if guard is not None:
-        guard.probe_ran(grade_id, token)
+        guard.probe_ran(grade_id, token, digest)

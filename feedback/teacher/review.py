@@ -282,6 +282,39 @@ SCRIPT_MAGICS = {"bash", "sh", "script", "python", "python2", "python3", "pypy",
 CODE_MAGICS = {"time", "timeit", "prun", "capture", "debug", "memit", "lprun"}
 _MAGIC_METHODS = {"run_line_magic", "run_cell_magic", "system", "getoutput"}
 
+#: Вызовы, которые выполняют строку как код Python: путь → какие аргументы — код (номер или
+#: имя). Строки, которые туда попадают, разбираются как код ячейки: ``timeit.timeit("…")``
+#: не прячет от разбора того, что сделано внутри строки.
+STRING_RUNNERS: dict[str, tuple[int | str, ...]] = {
+    "builtins.exec": (0, "source"),
+    "builtins.eval": (0, "source"),
+    "builtins.compile": (0, "source"),
+    "timeit.timeit": (0, 1, "stmt", "setup"),
+    "timeit.repeat": (0, 1, "stmt", "setup"),
+    "timeit.Timer": (0, 1, "stmt", "setup"),
+    "cProfile.run": (0, "statement"),
+    "cProfile.runctx": (0, "statement"),
+    "profile.run": (0, "statement"),
+    "profile.runctx": (0, "statement"),
+    "pdb.run": (0, "statement"),
+    "pdb.runeval": (0, "expression"),
+    "trace.Trace": (),
+}
+#: Методы, которые выполняют свой первый аргумент как код (у объектов IPython, code, profile,
+#: trace, pdb): их строковый аргумент разбирается как код, у кого бы ни был вызван метод.
+STRING_METHODS = {
+    "run_cell": "raw_cell",
+    "run_cell_async": "raw_cell",
+    "runsource": "source",
+    "runcode": "code",
+    "runctx": "cmd",
+    "runeval": "expr",
+    "ex": "cmd",
+    "ev": "expr",
+}
+#: Модуль, который выполняет примеры из docstring (``>>> …``) как код.
+DOCTEST = "doctest"
+
 #: Функции, которые возвращают атрибут по имени-строке.
 GETTERS = {
     "builtins.getattr": "getattr",
@@ -529,6 +562,55 @@ def _embedded(node: ast.Call) -> Iterator[tuple[ast.Module, int]]:
                 yield tree, node.lineno - 1
                 return
             words = words[2:] if len(words) > 1 and words[1].isdigit() else words[1:]
+
+
+def _string_arguments(node: ast.Call, places: Iterable[int | str]) -> list[ast.expr]:
+    """Аргументы вызова на местах ``places`` (номера позиций и имена)."""
+    found = []
+    for place in places:
+        if isinstance(place, int) and place < len(node.args):
+            found.append(node.args[place])
+        elif isinstance(place, str):
+            found += [item.value for item in node.keywords if item.arg == place]
+    return found
+
+
+def _code_strings(node: ast.Call, callees: Iterable[str]) -> list[ast.expr]:
+    """Аргументы вызова, которые он выполнит как код (см. :data:`STRING_RUNNERS`)."""
+    found = []
+    for callee in callees:
+        found += _string_arguments(node, STRING_RUNNERS.get(callee, ()))
+    function = node.func
+    name = function.attr if isinstance(function, ast.Attribute) else None
+    if name in STRING_METHODS:
+        found += _string_arguments(node, (0, STRING_METHODS[name]))
+    return found
+
+
+def _as_code(text: str) -> ast.Module | None:
+    """Строка как код Python (ячейка IPython тоже), если она разбирается."""
+    return _parse(text) if text and len(text) <= MAX_CELL_CHARS else None
+
+
+def _doctest_examples(tree: ast.AST) -> Iterator[tuple[ast.Module, int]]:
+    """Примеры ``>>> …`` из docstring функций и классов ячейки — их выполнит doctest."""
+    import doctest
+
+    parser = doctest.DocTestParser()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        docstring = ast.get_docstring(node, clean=False)
+        if not docstring or ">>>" not in docstring:
+            continue
+        try:
+            examples = parser.get_examples(docstring)
+        except ValueError:
+            continue
+        for example in examples:
+            parsed = _as_code(example.source)
+            if parsed is not None:
+                yield parsed, node.lineno + example.lineno
 
 
 # --------------------------------------------------------------------------- значения
@@ -1257,6 +1339,12 @@ class _Collector(ast.NodeVisitor):
         self.nb.calls.append((self.scope, node))
         for tree, _ in _embedded(node):
             self.visit(tree)
+        # Привязки внутри кода из строки (``exec("import feedback as f")``) — тоже привязки.
+        for argument in _code_strings(node, _spelled_callees(node)):
+            if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                tree = _as_code(argument.value)
+                if tree is not None:
+                    self.visit(tree)
         self.generic_visit(node)
 
 
@@ -1457,6 +1545,7 @@ class _Reporter(ast.NodeVisitor):
             return
         self.callees.add(id(node.func))
         callees = self.value(node.func)
+        self._code_in_strings(node, callees)
         for callee in callees:
             if callee in GETTERS:
                 if len(node.args) > 1:
@@ -1577,6 +1666,25 @@ class _Reporter(ast.NodeVisitor):
                     "подменяют модули курса",
                 )
 
+    def _code_in_strings(self, node: ast.Call, callees: Iterable[str]) -> None:
+        """Строки, которые вызов выполнит как код, разбираются как код этой же строки ячейки."""
+        for argument in _code_strings(node, callees):
+            texts = (
+                [argument.value]
+                if isinstance(argument, ast.Constant) and isinstance(argument.value, str)
+                else self.strings(argument)
+            )
+            for text in texts:
+                tree = _as_code(text)
+                if tree is None:
+                    continue
+                outer = self.offset
+                self.offset = self.offset + node.lineno - 1
+                try:
+                    self.visit(tree)
+                finally:
+                    self.offset = outer
+
     def _ipython(self, node: ast.Call, kind: str, name: str, args: list[ast.expr]) -> None:
         if kind == "shell" or name in ("sx", "system"):
             command = _text(args[0]) if args else None
@@ -1603,6 +1711,13 @@ class _Reporter(ast.NodeVisitor):
                 self.visit(tree)
             finally:
                 self.offset = outer
+
+
+def _spelled_callees(node: ast.Call) -> set[str]:
+    """Кого вызывает ``node``, как это написано (для первого прохода, до разбора привязок)."""
+    if isinstance(node.func, ast.Name) and node.func.id in ("exec", "eval", "compile"):
+        return {f"builtins.{node.func.id}"}
+    return {_spelled(node.func)}
 
 
 def _visit_scope(visitor: _Collector | _Reporter, node: ast.AST) -> None:
@@ -1704,6 +1819,15 @@ def _scan(
             findings.append(Finding(label, 1, "", "код вложен слишком глубоко для сканера"))
             continue
         learner.append((label, source, tree))
+    if any(DOCTEST in source for _, source, _ in learner):
+        # doctest выполнит примеры ``>>> …`` из docstring: они — тоже код учащегося.
+        for label, _, tree in list(learner):
+            for example, line in _doctest_examples(tree):
+                source = "\n" * (line - 1) + ast.unparse(example)
+                parsed = _parse(source)
+                if parsed is not None:
+                    notebook.add(parsed)
+                    learner.append((label, source, parsed))
     notebook.solve()
     if notebook.exhausted and learner:
         label = max(learner, key=lambda item: len(item[1]))[0]

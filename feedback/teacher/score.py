@@ -14,9 +14,10 @@ from typing import Any
 import nbformat
 
 from feedback.engine.graded import GradedCheck
-from feedback.engine.probe import OBSERVATION_MIME
+from feedback.engine.probe import OBSERVATION_MIME, observation_digest
 from feedback.engine.result import CheckResult, failed
 from feedback.engine.values import lookalikes
+from feedback.formatting import plural
 from feedback.teacher.results import TaskOutcome
 
 
@@ -70,13 +71,16 @@ def subversion(
     cell: nbformat.NotebookNode,
     grade_id: str,
     token: str,
-    probe_marked: bool | None,
+    probe_marks: set[str] | None,
 ) -> str | None:
     """Почему наблюдению ячейки-теста нельзя верить (по-русски) или ``None``.
 
     Верят ровно одному наблюдению этой ячейки с меткой работы, после которого ячейка
-    не упала, если настоящий зонд отметился в записи ядра (``probe_marked``; ``None`` —
-    записи нет). Всё остальное — следы кода, который подделал или прервал зонд.
+    не упала, если настоящий зонд отметился в записи ядра ровно одним отпечатком и он —
+    отпечаток этого наблюдения (``probe_marks``; ``None`` — записи нет). Запись идёт мимо
+    вывода ячейки, поэтому подмена ``display``, публикатора или сессии IPython, которая
+    переписала бы наблюдение по дороге, видна. Всё остальное — следы кода, который подделал
+    или прервал зонд.
     """
     every = observations(cell)
     mine = [payload for payload in every if payload.get("grade_id") == grade_id]
@@ -113,10 +117,21 @@ def subversion(
             f"после наблюдения проверка «{grade_id}» завершилась ошибкой ({error}): похоже, "
             "код учащегося прервал настоящий зонд и показал своё наблюдение"
         )
-    if probe_marked is False:
+    if probe_marks is not None and not probe_marks:
         return (
             f"настоящий зонд проверки «{grade_id}» не отметился в записи ядра: похоже, "
             "модуль проверки подменён"
+        )
+    if probe_marks is not None and len(probe_marks) > 1:
+        return (
+            f"зонд проверки «{grade_id}» отметился в записи ядра "
+            f"{plural(len(probe_marks), 'раз', 'раза', 'раз')}: похоже, код учащегося "
+            "дописывает запись оценивания"
+        )
+    if probe_marks is not None and observation_digest(marked[0]) not in probe_marks:
+        return (
+            f"наблюдение проверки «{grade_id}» в выводе ячейки не то, что снял зонд: похоже, "
+            "код учащегося подменил вывод (display, публикатор или сессию IPython)"
         )
     return None
 
@@ -133,14 +148,14 @@ def judge_cell(
     status: str,
     stopped: str | None,
     token: str = "",
-    probe_marked: bool | None = None,
+    probe_marks: set[str] | None = None,
 ) -> tuple[CheckResult, str | None]:
     """Вердикт ячейки-теста и повод для ручной проверки (если что-то подозрительно).
 
     Наблюдение, которому нельзя верить (:func:`subversion`), — ноль баллов и повод
     для ручной проверки, никогда не зачёт.
     """
-    suspicion = subversion(cell, grade_id, token, probe_marked)
+    suspicion = subversion(cell, grade_id, token, probe_marks)
     if suspicion:
         return failed(title, SUBVERTED, "Работу посмотрит преподаватель."), suspicion
     found = [payload.get("observation") for payload in observations(cell, grade_id)]

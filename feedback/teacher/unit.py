@@ -128,36 +128,47 @@ def recorded_findings(
     """Находки из записи ядра (:mod:`feedback.kernel_guard`) в ячейках учащегося.
 
     Запись называет файл ячейки; события ячеек выпуска (установка, импорт пакета курса)
-    и зондов — не повод. Одинаковые события одной строки — одна находка.
+    и зондов — не повод. Ячейка, которой в тетрадке нет (её текст выполнили из строки:
+    ``get_ipython().run_cell(…)``), — код учащегося. Одинаковые события одной строки — одна
+    находка.
     """
     labels = {
         cell_file_name(runnable.cells[index].source): (index, label)
         for index, label in learner_cells
     }
+    ours = {cell_file_name(cell.source) for cell in runnable.cells if cell.cell_type == "code"}
     found: dict[tuple[str, int, str], Finding] = {}
     for entry in record:
-        where = labels.get(str(entry.get("file", "")))
+        file = str(entry.get("file", ""))
+        where = labels.get(file)
         reason = entry.get("reason")
-        if where is None or not isinstance(reason, str):
+        if not isinstance(reason, str) or not file or (where is None and file in ours):
             continue
-        index, label = where
         line = entry.get("line") if isinstance(entry.get("line"), int) else 0
-        lines = runnable.cells[index].source.splitlines()
-        code = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
+        if where is None:
+            label, code = FROM_STRING, ""
+        else:
+            index, label = where
+            lines = runnable.cells[index].source.splitlines()
+            code = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
         key = (label, line, reason)
         found.setdefault(key, Finding(label, line, code, f"при выполнении {reason[:300]}"))
     return list(found.values())
 
 
-def probe_marks(record: list[dict[str, Any]], token: str) -> set[str] | None:
-    """Ячейки-тесты, чей настоящий зонд отметился в записи; ``None`` — записи нет."""
+#: Подпись находки в ячейке, которую код учащегося выполнил из строки (её нет в тетрадке).
+FROM_STRING = "ячейка, выполненная из строки"
+
+
+def probe_marks(record: list[dict[str, Any]], token: str) -> dict[str, set[str]] | None:
+    """Отпечатки наблюдений зондов по ячейкам-тестам (``None`` — записи ядра нет)."""
     if not any(entry.get("event") == STARTED for entry in record):
         return None
-    return {
-        str(entry.get("grade_id"))
-        for entry in record
-        if entry.get("event") == PROBE and entry.get("token") == token
-    }
+    marks: dict[str, set[str]] = {}
+    for entry in record:
+        if entry.get("event") == PROBE and entry.get("token") == token:
+            marks.setdefault(str(entry.get("grade_id")), set()).add(str(entry.get("digest", "")))
+    return marks
 
 
 @dataclass
@@ -278,7 +289,7 @@ def judge(
             execution.status[index],
             execution.stopped,
             work.token,
-            None if probes is None else grade_id in probes,
+            None if probes is None else probes.get(grade_id, set()),
         )
         cell.outputs = [verdict_output(result)]
         cell.execution_count = executed.get("execution_count")
