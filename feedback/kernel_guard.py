@@ -294,12 +294,24 @@ def _watch_threads() -> None:
     threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
 
 
+#: Единственный код, чья отметка зонда в счёт: ``emit`` настоящего пакета (только для чтения).
+_PROBE_FILE = os.path.join(PACKAGE_DIR, "engine", "probe.py")
+#: Событие записи: отметку зонда пытался поставить не зонд.
+FORGED_MARK = "course7.forged_mark"
+
+
 def probe_ran(grade_id: str, token: str, digest: str = "") -> None:
     """Отметка настоящего зонда: наблюдение ``grade_id`` снято (:mod:`feedback.engine.probe`).
 
     ``digest`` — отпечаток наблюдения: программа оценивания сверяет с ним наблюдение из вывода
-    ячейки, поэтому подмена вывода (``display``, публикатор, сессия IPython) видна.
+    ячейки, поэтому подмена вывода (``display``, публикатор, сессия IPython) видна. Отметку
+    ставит только ``emit`` из файла пакета; вызов из другого кода — не отметка, а событие
+    записи с ячейкой, откуда он пришёл.
     """
+    caller = sys._getframe(1).f_code
+    if caller.co_filename != _PROBE_FILE or caller.co_name != "emit":
+        _note(FORGED_MARK, "ставит отметку зонда в обход зонда", _any_cell_above(sys._getframe(1)))
+        return
     _record.write({"event": PROBE, "grade_id": grade_id, "token": token, "digest": digest})
 
 

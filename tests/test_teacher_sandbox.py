@@ -393,6 +393,7 @@ GUARDED_CELLS = [
     "import os, sys\nfor fd in map(int, os.listdir('/proc/self/fd')):\n    try:\n"
     "        os.ftruncate(fd, 0)\n    except OSError:\n        pass\n"
     "sys.addaudithook(lambda *args: print('чужой перехватчик'))\nopen('x', 'w').close()",
+    "from feedback import kernel_guard\nkernel_guard.probe_ran('check_x', 'метка', 'отпечаток')",
 ]
 
 
@@ -418,6 +419,8 @@ def test_the_guard_records_what_learner_cells_do_and_refuses_a_shadow_package(tm
     assert ("sys.addaudithook", files[5], 7) in events
     assert not [event for event in events if event[1] == files[4]]  # namedtuple — не повод
     assert execution.record[0] == {"event": "course7.start"}  # ftruncate записи не стёр
+    assert ("course7.forged_mark", files[6], 2) in events  # отметку ставит только зонд
+    assert not [entry for entry in execution.record if entry["event"] == "course7.probe"]
 
 
 #: Тот же обход кадров и сборщика мусора, но из строк: timeit, doctest, cProfile, exec.
@@ -432,6 +435,7 @@ FROM_STRINGS = [
 ]
 
 
+@pytest.mark.slow  # три ядра: в полном прогоне
 @pytest.mark.parametrize("start", MODES, indirect=True)
 def test_code_a_cell_runs_from_a_string_is_recorded_as_that_cell(tmp_path, start):
     """Код из строки — события ячейки, которая его выполнила (строка вызова), или ячейки,
