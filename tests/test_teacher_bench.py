@@ -105,3 +105,26 @@ def test_measure_prints_costs_speed_up_and_the_sandbox_share(tmp_path, monkeypat
     assert "lab_gpu, JOBS=1 без песочницы: секунд на работу" not in rows
     assert rows["lab_cpu, nbgrader autograde: секунд на работу"] == "4.00"
     assert rows["nbgrader autograde медленнее make grade JOBS=1"] == "4.0×"
+
+
+def test_measure_never_grades_an_empty_class(tmp_path, monkeypatch):
+    """make grade без работ — отказ с кодом 2 («нет работ»): замер не должен на него опираться."""
+    graded = []
+
+    def fake_command(folder, jobs=1, **env):
+        notebooks = list(folder.rglob("*.ipynb"))
+        assert notebooks, f"make bench оценивает пустую папку {folder}"
+        graded.append(len(notebooks))
+        return 1.0 + 0.5 * len(notebooks)
+
+    monkeypatch.setattr(bench, "_timed_command", fake_command)
+    monkeypatch.setattr(bench, "plain_nbgrader", lambda lab, root: lambda f: fake_command(f))
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    for lab in ("lab_cpu", "lab_gpu"):
+        path = tmp_path / "solutions" / lab / f"{lab}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text("{}")
+    rows = dict(bench.measure("lab_cpu", ["lab_gpu"], count=2, gpu_count=1))
+    assert rows["lab_cpu, JOBS=1: секунд на работу"] == "0.50"
+    assert rows["lab_gpu, JOBS=2: секунд на работу"] == "0.50"
+    assert graded[:2] == [1, 1]  # первые запуски — по одной работе
