@@ -124,6 +124,35 @@ def pytest_runtest_makereport(item, call):
         )
 
 
+# --------------------------------------------------------------------------- счёт проверок
+
+#: Сколько утверждений ``assert`` прошло в этом процессе (``pytest_assertion_pass`` вызывается,
+#: только если включён ``enable_assertion_pass_hook`` — он включён в pyproject.toml).
+ASSERTIONS_PASSED = 0
+
+
+def pytest_assertion_pass(item, lineno, orig, expl):
+    global ASSERTIONS_PASSED
+    ASSERTIONS_PASSED += 1
+
+
+def pytest_sessionfinish(session):
+    """Процесс xdist отдаёт свой счёт главному процессу, а тот печатает сумму."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["assertions_passed"] = ASSERTIONS_PASSED
+
+
+def pytest_testnodedown(node, error):
+    global ASSERTIONS_PASSED
+    ASSERTIONS_PASSED += getattr(node, "workeroutput", {}).get("assertions_passed", 0)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if config.getini("enable_assertion_pass_hook"):
+        terminalreporter.write_line(f"Утверждений assert прошло: {ASSERTIONS_PASSED}")
+
+
 @pytest.fixture(autouse=True)
 def lenient_checks(monkeypatch):
     """Тесты сами решают, включать ли строгий режим."""
