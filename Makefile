@@ -98,13 +98,14 @@ unit-fast: $(STAMP) browser sandbox
 
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.
 # Плагин tests/nbval_kernels.py запускает заново ядро, которому достался занятый порт (процессы
-# nbval стартуют ядра в одну секунду), и показывает stderr ядра, если оно упало по другой причине.
+# nbval стартуют ядра в одну секунду), и показывает stderr ядра, если оно упало по другой причине;
+# tests/nbval_outputs.py требует строк, которые решение должно показать (вывод после 4-й эпохи).
 # GPU-лабораторные идут в крошечном режиме (COURSE7_TINY=1): без видеокарты и без интернета.
 nbval: $(STAMP)
 	$(TEST_CACHES) $(BIN)/python -c "from feedback.gpu.tiny_gemma import tiny_preset_path as p; p()"
 	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg PYTHONPATH=tests $(TEST_CACHES) $(BIN)/python -m pytest \
-		-p no:cacheprovider -p nbval_kernels -n $(TEST_WORKERS) --dist loadfile --nbval-lax --nbval-current-env \
-		--junitxml=.course-work/nbval-times.xml solutions/
+		-p no:cacheprovider -p nbval_kernels -p nbval_outputs -n $(TEST_WORKERS) --dist loadfile --nbval-lax \
+		--nbval-current-env --junitxml=.course-work/nbval-times.xml solutions/
 
 # Решения CPU-лабораторных (7.2, 7.4) — для быстрого прогона: без keras и крошечной Gemma.
 CPU_LABS := solutions/lab_7_2_training_flops solutions/lab_7_4_gpu_memory

@@ -13,16 +13,25 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_notebook(
-    path: Path, strict: bool = False, timeout: int = 600, run_all: bool = False
+    path: Path,
+    strict: bool = False,
+    timeout: int = 600,
+    run_all: bool = False,
+    until: str | None = None,
 ) -> nbformat.NotebookNode:
     """Выполняет ячейки и возвращает тетрадку с выводами.
 
-    По умолчанию — все ячейки, не останавливаясь на ошибках. ``run_all=True`` — как
+    По умолчанию — все ячейки, не останавливаясь на ошибках; ``until`` — только до первой
+    ячейки кода с этим текстом включительно (остальные убираются). ``run_all=True`` — как
     «Run all» в Jupyter и Colab: выполнение останавливается на первой ячейке, которая
     упала (кроме помеченных ``raises-exception``). GPU-лабораторные идут в учебном режиме
     (``COURSE7_TINY=1``), как в CI.
     """
     nb = nbformat.read(path, as_version=4)
+    if until is not None:
+        code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+        last = next(i for i in code if until in nb.cells[i].source)
+        nb.cells = nb.cells[: last + 1]
     env_strict = os.environ.get("FEEDBACK_STRICT")
     os.environ["FEEDBACK_STRICT"] = "1" if strict else "0"
     os.environ.setdefault("MPLBACKEND", "Agg")
