@@ -562,8 +562,9 @@ def _grade(
     print(count_line(found, collection_problems), file=sys.stderr, flush=True)
     if not found:
         raise NothingGraded(
-            f"ни одна работа не оценена: все файлы из {source} — строки {work / 'problems.csv'}. "
-            "Там сказано, что с каждым не так; исправьте и запустите make grade ещё раз."
+            f"ни одна работа не оценена — все файлы из {source} стали строками "
+            f"{work / 'problems.csv'}: там сказано, что с каждым не так. Исправьте и запустите "
+            "make grade ещё раз."
         )
     return work / "grades.csv"
 
@@ -676,7 +677,7 @@ def progress_line(done: int, total: int, result: UnitResult, manual: float = 0) 
     score = sum(float(test.score) for test in result.tests.values())
     points = sum(float(test.points) for test in result.tests.values())
     mark = " ⚠" if result.flagged else ""
-    took = f" ({result.wall_seconds:.1f} с)" if result.wall_seconds else ""
+    took = f" ({format_plain(result.wall_seconds, 1)} с)" if result.wall_seconds else ""
     scored = f"{format_plain(score, 2)} из {format_plain(points, 2)}"
     if manual:
         scored = f"автопроверка: {scored}, ещё {format_plain(manual, 2)} — вручную"
