@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -254,6 +255,84 @@ def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch, sandbox,
     problems = {r["file"]: r["problem"] for r in read_csv(tmp_path / "work" / "problems.csv")}
     assert problems[f"kozlov_{LAB2}.ipynb"].startswith("архив повреждён")
     assert problems[f"orlov_{LAB2}.ipynb"].startswith("файл зашифрован")
+
+
+def unflagged_zip(path: Path, entries: dict[str, bytes], encoding: str) -> Path:
+    """Архив без флага UTF-8: имена — байты ``encoding`` (Info-ZIP в Linux, Windows)."""
+    buffer = io.BytesIO()
+    raws = {}
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for index, (name, data) in enumerate(entries.items()):
+            raw = name.encode(encoding)
+            stub = f"@@{index:03d}@@".ljust(len(raw), "~")
+            raws[stub.encode()] = raw
+            zf.writestr(stub, data)
+    archive = buffer.getvalue()
+    for stub, raw in raws.items():
+        archive = archive.replace(stub, raw)
+    path.write_bytes(archive)
+    return path
+
+
+def test_a_windows_zip_without_the_utf8_flag_is_graded_by_name(
+    tmp_path, monkeypatch, sandbox, fresh_work, capsys
+):
+    """cp866 без флага: имена прочитаны, id — имя, номер — в lms_ids.csv, ведомость сходится.
+
+    Следующий архив (Info-ZIP, UTF-8 без флага), где оценить нечего: код выхода 1 и ясная
+    строка, а не «завершено».
+    """
+    from feedback.teacher import export
+
+    work = fresh_work(tmp_path / "work")
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
+    folder = "Иванов Иван_301_assignsubmission_file_"
+    archive = unflagged_zip(
+        tmp_path / "7.2.zip",
+        {
+            f"{folder}/{LAB2}.ipynb": json.dumps(submission(LAB2)).encode(),
+            f"Алексеев Пётр_302_assignsubmission_file_/Копия {LAB2}.ipynb": b"{not json",
+        },
+        "cp866",
+    )
+    assert grading.main([str(archive), "--jobs", "1"]) == 0
+    console = capsys.readouterr().err
+    assert "иванов_иван · lab_7_2_training_flops: автопроверка: 4 из 4, ещё 2 — вручную" in console
+    assert "Оценено: 1 работа; не оценено: 1 файл — почему, сказано в problems.csv." in console
+    scores = {(r["student_id"], r["assignment"]): r["score"] for r in read_csv(work / "grades.csv")}
+    assert scores[("иванов_иван", LAB2)] == "4.0"
+    assert set(scores) == {("иванов_иван", LAB2), ("алексеев_петр", LAB2)}  # 0 — не оценена
+    [problem] = read_csv(work / "problems.csv")
+    assert problem["student_id"] == "алексеев_петр"
+    assert problem["file"] == f"Алексеев Пётр_302_assignsubmission_file_/Копия {LAB2}.ipynb"
+    lms = {
+        (r["student_id"], r["lab"]): r["lms_participant"] for r in read_csv(work / "lms_ids.csv")
+    }
+    assert lms[("иванов_иван", LAB2)] == "301"
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(
+        "Идентификатор,Полное имя,Оценка,Максимальная оценка\n"
+        '"Участник 301","Иван Иванов",,"6,00"\n"Участник 999","Кто-то",,"6,00"\n',
+        encoding="utf-8",
+    )
+    filled = export.fill_worksheet(work, sheet, "7.2")
+    assert (filled.filled, filled.untouched) == (["иванов_иван"], 1)
+
+    nothing = unflagged_zip(
+        tmp_path / "7.4.zip",
+        {f"Иванов Иван_7_assignsubmission_file_/{LAB4}.ipynb": b"", "Untitled.ipynb": b"{}"},
+        "utf-8",
+    )
+    assert grading.main([str(nothing), "--jobs", "1"]) == 1
+    console = capsys.readouterr()
+    assert "Оценено: 0 работ; не оценено: 2 файла" in console.err
+    assert "Оценивание прошло впустую: ни одна работа не оценена" in console.err
+    assert "Оценки:" not in console.out
+    rows = {(r["student_id"], r["file"]) for r in read_csv(work / "problems.csv")}
+    assert ("иванов_иван", f"Иванов Иван_7_assignsubmission_file_/{LAB4}.ipynb") in rows
+    assert set(scores) <= {
+        (r["student_id"], r["assignment"]) for r in read_csv(work / "grades.csv")
+    }
 
 
 def test_teacher_budgets_come_from_the_environment():

@@ -1,4 +1,4 @@
-"""Версия эталонной проверки: после правки пакета эталонные решения проверяются заново."""
+"""make grade: версия эталонной проверки, битые архивы, таблицы и что говорит консоль."""
 
 from __future__ import annotations
 
@@ -10,12 +10,16 @@ import sys
 import zipfile
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 
 from feedback.teacher import grade
 from feedback.teacher.grade import PACKAGE, SetupError, collect, reference_version
 from feedback.teacher.release import lab_sources
-from feedback.teacher.uploads import Problem
+from feedback.teacher.results import TaskOutcome, UnitResult
+from feedback.teacher.uploads import Problem, Submission
+
+from notebook_runner import ROOT
 
 
 def test_reference_version_changes_with_the_package_and_the_source(tmp_path):
@@ -137,3 +141,63 @@ def test_the_schema_version_read_in_process_is_what_alembic_says():
     gradebook._read_alembic_version_in_process()
     with gradebook._scripts_on_path():
         assert gradebook.alembic_head() == gradebook.nbgrader_alembic_version()
+
+
+# --------------------------------------------------------------------------- консоль
+
+
+LAB2, LAB4 = "lab_7_2_training_flops", "lab_7_4_gpu_memory"
+
+
+def release(lab: str):
+    return nbformat.read(ROOT / "notebooks" / lab / f"{lab}.ipynb", as_version=4)
+
+
+def works(count: int) -> list[Submission]:
+    return [Submission(f"s{i}", LAB2, f"s{i}/{LAB2}.ipynb", {}) for i in range(count)]
+
+
+def test_the_console_says_how_many_works_were_graded_and_how_many_were_not():
+    broken = [
+        Problem("?", "?", "Untitled.ipynb", "не удалось понять, чья это работа"),
+        Problem("kozlov", LAB2, "kozlov/a.ipynb", "у учащегося несколько файлов"),
+        Problem("kozlov", LAB2, "kozlov/b.ipynb", "у учащегося несколько файлов"),
+    ]
+    assert grade.count_line(works(5), broken) == (
+        "Оценено: 5 работ; не оценено: 3 файла — почему, сказано в problems.csv."
+    )
+    assert grade.count_line(works(1), broken[:1]) == (
+        "Оценено: 1 работа; не оценено: 1 файл — почему, сказано в problems.csv."
+    )
+    assert grade.count_line(works(0), broken) == (
+        "Оценено: 0 работ; не оценено: 3 файла — почему, сказано в problems.csv."
+    )
+    # тёзки: работа оценена, но строка о ней в problems.csv есть
+    namesake = Problem("s1_301", LAB2, f"s1/{LAB2}.ipynb", "участника с именем")
+    assert grade.count_line(works(2), [namesake]) == (
+        "Оценено: 2 работы; неоценённых файлов нет; об оценённых там же 1 строка."
+    )
+
+
+def test_the_progress_line_says_how_many_points_the_teacher_still_gives():
+    nb = release(LAB4)
+    automatic = {
+        cell.metadata.nbgrader.grade_id: TaskOutcome(
+            cell.metadata.nbgrader.points, cell.metadata.nbgrader.points
+        )
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        and cell.metadata.get("nbgrader", {}).get("grade")
+        and not cell.metadata.nbgrader.get("solution")
+    }
+    manual = grade.manual_points(nb)
+    # 7.4 — 13 баллов (docs/teaching.md): 10 ставит автопроверка, 3 — преподаватель
+    assert (sum(t.points for t in automatic.values()), manual) == (10, 3)
+    result = UnitResult("иванов_иван", LAB4, nb, automatic, wall_seconds=2.46)
+    assert grade.progress_line(4, 5, result, manual) == (
+        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ещё 3 — вручную (2,5 с)"
+    )
+    halves = {"a": TaskOutcome(0.5, 1.5)}
+    assert grade.progress_line(1, 1, UnitResult("x", LAB2, nb, halves), 0) == (
+        "[1/1] x · lab_7_2_training_flops: 0,5 из 1,5"
+    )

@@ -116,7 +116,7 @@ def test_one_learner_gets_one_id_in_every_lab(tmp_path, people):
     }
 
 
-def test_without_a_roster_the_folder_is_the_id_as_before(tmp_path):
+def test_without_a_roster_the_moodle_name_is_the_id(tmp_path):
     matcher = Matcher(work=tmp_path)
     entries = {
         f"Иванов Иван_101_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
@@ -128,17 +128,110 @@ def test_without_a_roster_the_folder_is_the_id_as_before(tmp_path):
     without, _ = route(found, RELEASES)
     assert problems == []
     expected = [
-        ("Иванов_Иван_101_assignsubmission_file", LAB2),
-        ("Участник_7_assignsubmission_file", LAB2),
-        ("ivanov_1234", LAB4),
+        ("иванов_иван", LAB2),  # имя из папки Moodle
+        ("Участник_7_assignsubmission_file", LAB2),  # анонимная: имени нет — папка целиком
+        ("ivanov_1234", LAB4),  # не папка Moodle — как раньше
     ]
     assert sorted((s.student, s.lab) for s in with_matcher) == sorted(expected)
     assert sorted((s.student, s.lab) for s in without) == sorted(expected)
     # номер участника запоминается и без списка: по нему заполняется ведомость Moodle
     assert matcher.seen == {
-        ("Иванов_Иван_101_assignsubmission_file", LAB2): "101",
+        ("иванов_иван", LAB2): "101",
         ("Участник_7_assignsubmission_file", LAB2): "7",
     }
+
+
+def test_without_a_roster_one_learner_is_one_id_across_labs(tmp_path):
+    """Архивы 7.2 и 7.4 — разные запуски; номера участников разные, «ё» — не везде."""
+    lab2 = Matcher(work=tmp_path)
+    first, problems = routed(
+        {
+            f"Иванов Иван_301_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"Алексеев Пётр_302_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+        },
+        lab2,
+    )
+    assert problems == []
+    save_participants(tmp_path, lab2.seen)
+    lab4 = Matcher(work=tmp_path)
+    second, problems = routed(
+        {
+            unicodedata.normalize("NFD", f"Иванов Иван_7_assignsubmission_file_/{LAB4}.ipynb"): (
+                blob(submission(LAB4))
+            ),
+            f"Алексеев Петр_8_assignsubmission_file_/{LAB4}.ipynb": blob(submission(LAB4)),
+        },
+        lab4,
+    )
+    assert problems == []
+    save_participants(tmp_path, lab4.seen)
+    assert sorted((s.student, s.lab) for s in first + second) == [
+        ("алексеев_петр", LAB2),
+        ("алексеев_петр", LAB4),
+        ("иванов_иван", LAB2),
+        ("иванов_иван", LAB4),
+    ]
+    # номер участника — по-прежнему свой в каждом задании: по нему make export заполняет ведомость
+    assert read_participants(tmp_path) == {
+        ("иванов_иван", LAB2): "301",
+        ("алексеев_петр", LAB2): "302",
+        ("иванов_иван", LAB4): "7",
+        ("алексеев_петр", LAB4): "8",
+    }
+    assert all(roster._ID.match(s.student) for s in first + second)  # годится и для списка
+
+
+def test_namesakes_in_one_assignment_are_kept_apart_and_reported(tmp_path, people):
+    """Два разных участника с одним именем: у каждого своё id с номером и строка problems.csv."""
+    matcher = Matcher(work=tmp_path)
+    submissions, problems = routed(
+        {
+            f"Иванов Иван_301_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"Иванов Иван_305_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"иванов  иван_306_assignsubmission_file_/{LAB2}.ipynb": b"",  # тоже тёзка, файл пуст
+            f"Петров Пётр_302_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"Петров Пётр_302_assignsubmission_file_/{LAB2} (1).ipynb": blob(submission(LAB2)),
+            f"Иванов Иван_9_assignsubmission_file_/{LAB4}.ipynb": blob(submission(LAB4)),
+        },
+        matcher,
+    )
+    assert sorted((s.student, s.lab) for s in submissions) == [
+        ("иванов_иван", LAB4),  # в 7.4 Иванов один
+        ("иванов_иван_301", LAB2),
+        ("иванов_иван_305", LAB2),
+    ]
+    rows: dict[tuple[str, str], list[str]] = {}
+    for problem in problems:
+        rows.setdefault((problem.student, problem.lab), []).append(problem.problem)
+    for number in ("301", "305", "306"):
+        texts = rows.pop((f"иванов_иван_{number}", LAB2))
+        [text] = [text for text in texts if "участника с именем" in text]
+        assert "3 участника с именем «" in text and "(номера 301, 305, 306)" in text
+        assert f"участника {number} оценена под id «иванов_иван_{number}»" in text
+        assert "ROSTER" in text
+        assert ("пустой файл" in texts) == (number == "306")
+    # один участник с двумя файлами — не тёзки, а «несколько файлов», как и раньше
+    assert set(rows) == {("петров_петр", LAB2)}
+    assert all("несколько файлов" in text for text in rows[("петров_петр", LAB2)])
+    assert matcher.seen == {
+        ("иванов_иван_301", LAB2): "301",
+        ("иванов_иван_305", LAB2): "305",
+        ("иванов_иван_306", LAB2): "306",
+        ("петров_петр", LAB2): "302",
+        ("иванов_иван", LAB4): "9",
+    }
+    # Со списком id — из него, а не из имени: тёзок решает список (здесь Иванов в нём один,
+    # и у него два файла), номерами их не разводят.
+    with_roster, problems = routed(
+        {
+            f"Иванов Иван_301_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"Иванов Иван_305_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+        },
+        Matcher(people, work=tmp_path),
+    )
+    assert with_roster == []
+    assert {(p.student, p.lab) for p in problems} == {("ivanov", LAB2)}
+    assert all("несколько файлов" in p.problem for p in problems)
 
 
 def test_a_blind_work_without_a_mapping_is_a_row_not_a_guess(tmp_path, people):

@@ -9,6 +9,7 @@ import threading
 import tracemalloc
 import unicodedata
 import zipfile
+import zlib
 
 import pytest
 
@@ -56,10 +57,10 @@ def stripped(nb):
     ("parts", "student"),
     [
         (("ivanov", LAB2, f"{LAB2}.ipynb"), "ivanov"),  # раскладка nbgrader
-        (
-            ("Иванов Иван_123_assignsubmission_file_", f"{LAB2}.ipynb"),
-            "Иванов_Иван_123_assignsubmission_file",
-        ),
+        # папка Moodle: id — имя, как его сравнивает список учащихся (номер — в lms_ids.csv)
+        (("Иванов Иван_123_assignsubmission_file_", f"{LAB2}.ipynb"), "иванов_иван"),
+        ((f"Алексеев Пётр_45_assignsubmission_file_{LAB2}.ipynb",), "алексеев_петр"),
+        (("Участник_7_assignsubmission_file_", "x.ipynb"), "Участник_7_assignsubmission_file"),
         (("sidorov", f"petrov_{LAB2}.ipynb"), "sidorov"),  # папка важнее имени файла
         ((f"ivanov_1234_{LAB2}.ipynb",), "ivanov_1234"),  # префикс целиком
         ((f"{LAB2}.ipynb",), None),
@@ -158,10 +159,7 @@ def test_lms_zip_rules(tmp_path):
     found, problems = from_zip(archive)
     submissions, routed = route(found, RELEASES)
     problems += routed
-    assert {(s.student, s.lab) for s in submissions} == {
-        ("Иванов_Иван_1_assignsubmission_file", LAB2),
-        ("sidorov", LAB4),
-    }
+    assert {(s.student, s.lab) for s in submissions} == {("иванов_иван", LAB2), ("sidorov", LAB4)}
     reasons = " | ".join(p.problem for p in problems)
     assert "за пределы архива" in reasons and "ссылка" in reasons
     assert "несколько файлов" in reasons and "__MACOSX" not in reasons
@@ -272,6 +270,105 @@ def test_a_link_in_a_zip_is_a_row_whatever_its_name(tmp_path):
     assert [(p.file, p.problem) for p in problems] == [("volkov", uploads.LINK)]
 
 
+# --------------------------------------------------------------------------- имена без флага UTF-8
+
+
+def unflagged_zip(entries, encoding, extra=None):
+    """Архив, как его пишут Info-ZIP ``zip -r`` (UTF-8) и Windows (cp866, cp1251): байты имён
+    в кодировке архиватора, бит UTF-8 (0x800) не поднят.
+
+    zipfile сам так не пишет (не-ASCII имя он всегда помечает флагом), поэтому запись идёт
+    под ASCII-заглушкой той же длины, которая потом заменяется байтами имени.
+    """
+    buffer = io.BytesIO()
+    raws = {}
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for index, (name, data) in enumerate(entries):
+            raw = name.encode(encoding)
+            tail = "/" if name.endswith("/") else "x"
+            stub = f"@@{index:03d}@@".ljust(len(raw) - 1, "~") + tail
+            raws[stub.encode()] = raw
+            info = zipfile.ZipInfo(stub)
+            if extra and name in extra:
+                info.extra = extra[name](raw)
+            zf.writestr(info, data)
+    archive = buffer.getvalue()
+    for stub, raw in raws.items():
+        assert archive.count(stub) == 2  # локальный заголовок и оглавление
+        archive = archive.replace(stub, raw)
+    return archive
+
+
+MOODLE_CLASS = [
+    ("Иванов Иван_301_assignsubmission_file_/", b""),  # zip -r пишет и папки
+    (f"Иванов Иван_301_assignsubmission_file_/{LAB2}.ipynb", blob(submission(LAB2))),
+    (f"Алексеев Пётр_302_assignsubmission_file_/Копия {LAB2}.ipynb", blob(submission(LAB2))),
+    ("Ёлкина Юлия_303_assignsubmission_file_/лаба.ipynb", blob(submission(LAB4))),
+]
+
+
+@pytest.mark.parametrize(
+    "encoding",
+    ["utf-8", "cp866", "cp1251"],
+    ids=["info-zip-linux", "windows-explorer-oem", "windows-ansi"],
+)
+def test_names_without_the_utf8_flag_are_read_as_the_archiver_wrote_them(tmp_path, encoding):
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(unflagged_zip(MOODLE_CLASS, encoding))
+    with zipfile.ZipFile(archive) as zf:
+        infos = zf.infolist()
+    assert not any(info.flag_bits & 0x800 for info in infos)
+    assert infos[1].filename != MOODLE_CLASS[1][0]  # zipfile сам читает имя как cp437
+    found, problems = from_zip(archive)
+    assert problems == []
+    assert [upload.path for upload in found] == [name for name, _ in MOODLE_CLASS[1:]]
+    submissions, routed = route(found, RELEASES)
+    assert routed == []
+    assert sorted((s.student, s.lab) for s in submissions) == [
+        ("алексеев_петр", LAB2),
+        ("елкина_юлия", LAB4),
+        ("иванов_иван", LAB2),
+    ]
+
+
+def test_the_legacy_code_page_is_chosen_for_the_whole_archive():
+    """Одно имя строчными из cp1251 правдоподобно и в cp866; решают остальные имена архива."""
+    lone = "лаба.ipynb".encode("cp1251")
+    assert lone.decode("cp866") == "ырср.ipynb"  # тоже «буквы»: по одному имени не понять
+    assert uploads.legacy_encoding([lone]) == "cp866"  # поровну — как пишет Проводник
+    folder = "Иванов Иван_301_assignsubmission_file_/".encode("cp1251")
+    assert uploads.legacy_encoding([lone, folder]) == "cp1251"
+    assert uploads.legacy_encoding(["Иванов Иван".encode("cp866"), lone]) == "cp866"
+    assert uploads.legacy_encoding(["Иванов".encode(), b"ascii.ipynb"]) == "utf-8"
+
+
+def test_an_info_zip_unicode_path_field_names_the_entry(tmp_path):
+    """Поле 0x7075 с CRC-32 своего имени важнее угадывания; с чужой CRC оно не в счёт."""
+    right = f"Иванов Иван_301_assignsubmission_file_/{LAB2}.ipynb"
+    stale = f"Петров Пётр_302_assignsubmission_file_/{LAB2}.ipynb"
+
+    def field(text, crc_of):
+        def make(raw):
+            data = b"\x01" + struct.pack("<L", zlib.crc32(crc_of(raw))) + text.encode()
+            return struct.pack("<HH", 0x7075, len(data)) + data
+
+        return make
+
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(
+        unflagged_zip(
+            [(right, blob(submission(LAB2))), (stale, blob(submission(LAB2)))],
+            "cp1251",
+            extra={
+                right: field(right, lambda raw: raw),
+                stale: field("Кто-то другой/x.ipynb", lambda raw: raw + b"-"),
+            },
+        )
+    )
+    found, _ = from_zip(archive)
+    assert [upload.path for upload in found] == [right, stale]
+
+
 # --------------------------------------------------------------------------- папки
 
 
@@ -355,7 +452,7 @@ def test_composed_and_decomposed_names_in_a_zip_are_one_student(tmp_path):
     )
     found, _ = from_zip(archive)
     submissions, _ = route(found, RELEASES)
-    assert {s.student for s in submissions} == {"Иванов_Йосиф_1_assignsubmission_file"}
+    assert {s.student for s in submissions} == {"иванов_йосиф"}
 
 
 # --------------------------------------------------------------------------- JSON-бомбы

@@ -21,8 +21,10 @@
 
 Рабочая папка — .course-work/ или ``COURSE7_GRADING_DIR``; все настройки (пути, бюджеты,
 песочница, ``JOBS``, ``SCHEDULER``) — :class:`feedback.teacher.settings.Settings`, их
-:func:`grade` получает аргументом. Код выхода 0 — оценивание завершено (даже если были
-проблемные работы), 2 — не так настроено само оценивание.
+:func:`grade` получает аргументом. В конце консоль говорит, сколько работ оценено и сколько
+файлов не оценено (:func:`count_line`). Код выхода 0 — оценивание завершено (даже если были
+проблемные работы), 1 — файлы были, но ни один не оценён: все они строки problems.csv
+(:class:`NothingGraded`), 2 — не так настроено само оценивание.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from nbgrader.utils import is_grade, is_solution, is_task
 
-from feedback.formatting import plural
+from feedback.formatting import format_plain, plural
 from feedback.settings import MIB, SettingError
 from feedback.teacher import analytics, files, gradebook, ledger, roster, uploads, warm
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
@@ -73,6 +76,14 @@ from feedback.teacher.uploads import Problem, Submission
 
 class SetupError(RuntimeError):
     """Оценивание не может начаться: что-то не так у преподавателя (код выхода 2)."""
+
+
+class NothingGraded(RuntimeError):
+    """Запуск прошёл, таблицы записаны, но ни одна работа не оценена (код выхода 1).
+
+    Все найденные файлы — строки problems.csv (имена, которые не разобрать, не те файлы,
+    битые тетрадки): «завершено» с кодом 0 выглядело бы как успех.
+    """
 
 
 @dataclass
@@ -548,7 +559,13 @@ def _grade(
     # Снимок баллов — последним: оборванный до этого места запуск повторяется с тем же
     # «прежним» снимком, и changes.csv повтора — тот же, что у запуска без обрыва.
     ledger.save_scores(work, after)
-    _counts(len(found), collection_problems)
+    print(count_line(found, collection_problems), file=sys.stderr, flush=True)
+    if not found:
+        raise NothingGraded(
+            f"ни одна работа не оценена — все файлы из {source} стали строками "
+            f"{work / 'problems.csv'}: там сказано, что с каждым не так. Исправьте и запустите "
+            "make grade ещё раз."
+        )
     return work / "grades.csv"
 
 
@@ -577,15 +594,26 @@ def grading_lock(work: Path) -> Iterator[None]:
         yield
 
 
-def _counts(graded: int, problems: list[Problem]) -> None:
-    """Итог в консоли: сколько работ оценено и сколько стало строками problems.csv."""
-    unassessed = len({(p.student, p.lab, p.file) for p in problems})
-    print(
-        f"Оценено: {plural(graded, 'работа', 'работы', 'работ')}; проблемных файлов: "
-        f"{unassessed} (problems.csv).",
-        file=sys.stderr,
-        flush=True,
-    )
+def count_line(graded: list[Submission], problems: list[Problem]) -> str:
+    """Итог сбора в консоли: сколько работ оценено и сколько файлов стали строками problems.csv.
+
+    Файл, который оценён, но о котором там есть строка (тёзки в одном задании), считается
+    отдельно: его не нужно сдавать заново, но прочитать строку стоит.
+    """
+    files = {submission.file for submission in graded}
+    unassessed = {p.file for p in problems if p.file not in files}
+    noted = {p.file for p in problems if p.file in files}
+    line = f"Оценено: {plural(len(graded), 'работа', 'работы', 'работ')}; "
+    if unassessed:
+        line += (
+            f"не оценено: {plural(len(unassessed), 'файл', 'файла', 'файлов')} — "
+            "почему, сказано в problems.csv"
+        )
+    else:
+        line += "неоценённых файлов нет"
+    if noted:
+        line += f"; об оценённых там же {plural(len(noted), 'строка', 'строки', 'строк')}"
+    return line + "."
 
 
 def _run_units(run: Run, jobs: list[Job], scheduler: str | None, work: Path) -> None:
@@ -593,12 +621,17 @@ def _run_units(run: Run, jobs: list[Job], scheduler: str | None, work: Path) -> 
     reports = ReportWriter(work)
     total = len(jobs)
     done = 0
+    manual = {lab: manual_points(release) for lab, release in run.releases.items()}
 
     def on_result(result: UnitResult) -> None:
         nonlocal done
         done += 1
         _merge_safely(run, result, reports)
-        _progress(done, total, result)
+        print(
+            progress_line(done, total, result, manual.get(result.lab, 0)),
+            file=sys.stderr,
+            flush=True,
+        )
 
     if scheduler:
         run_dask(jobs, scheduler, on_result)
@@ -619,16 +652,36 @@ def _analytics(work: Path) -> None:
     print(f"Сводка составлена за {written.seconds:.1f} с", file=sys.stderr, flush=True)
 
 
-def _progress(done: int, total: int, result: UnitResult) -> None:
+def manual_points(release: nbformat.NotebookNode) -> float:
+    """Баллы лабораторной, которые ставит преподаватель: то, что nbgrader не оценивает сам.
+
+    Это ответы, оцениваемые вручную (ячейки решения с баллами), и задания (task), — по тем
+    же признакам ячеек, что у nbgrader (``nbgrader.utils``).
+    """
+    total = 0.0
+    for cell in release.cells:
+        manual = is_task(cell) or (
+            is_grade(cell) and (is_solution(cell) or cell.cell_type != "code")
+        )
+        if manual:
+            total += float(cell.metadata["nbgrader"].get("points", 0) or 0)
+    return total
+
+
+def progress_line(done: int, total: int, result: UnitResult, manual: float = 0) -> str:
+    """Строка хода оценивания: баллы автопроверки и сколько баллов ещё поставит преподаватель.
+
+    «10 из 10» у 7.4 скрывало бы, что максимум — 13: три балла письменных ответов ставятся
+    в formgrader (``manual`` — :func:`manual_points`).
+    """
     score = sum(float(test.score) for test in result.tests.values())
     points = sum(float(test.points) for test in result.tests.values())
     mark = " ⚠" if result.flagged else ""
-    took = f" ({result.wall_seconds:.1f} с)" if result.wall_seconds else ""
-    print(
-        f"[{done}/{total}] {result.student} · {result.lab}: {score:g} из {points:g}{mark}{took}",
-        file=sys.stderr,
-        flush=True,
-    )
+    took = f" ({format_plain(result.wall_seconds, 1)} с)" if result.wall_seconds else ""
+    scored = f"{format_plain(score, 2)} из {format_plain(points, 2)}"
+    if manual:
+        scored = f"автопроверка: {scored}, ещё {format_plain(manual, 2)} — вручную"
+    return f"[{done}/{total}] {result.student} · {result.lab}: {scored}{mark}{took}"
 
 
 def teacher_fault(error: OSError) -> str:
@@ -679,6 +732,9 @@ def main(argv: list[str] | None = None) -> int:
     except (SetupError, SettingError) as error:
         print(f"Оценивание не началось: {error}", file=sys.stderr)
         return 2
+    except NothingGraded as error:
+        print(f"Оценивание прошло впустую: {error}", file=sys.stderr)
+        return 1
     except OSError as error:
         print(f"Оценивание прервано: {teacher_fault(error)}", file=sys.stderr)
         return 2

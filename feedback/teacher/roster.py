@@ -19,7 +19,10 @@ N — номер участника в этом задании, у одного 
 имён (сопоставляется по почте, затем по имени). Тот же файл решает и неоднозначные имена.
 Ничего не угадывается: неизвестное имя, два человека с одним именем, анонимная работа без
 файла — строка problems.csv о том, что добавить, и работа не оценивается под выдуманным id.
-Без списка учащихся id — имя папки, как раньше (номер N запоминается и тогда).
+Без списка учащихся id — имя из папки Moodle, приведённое как для сравнения
+(:func:`feedback.teacher.names.by_name`: ``Иванов Иван_301_…`` → ``иванов_иван`` в каждой
+лабораторной), номер N запоминается и тогда; два участника одного задания с одним именем
+получают id с номером (``иванов_иван_301``) и строку problems.csv.
 """
 
 from __future__ import annotations
@@ -33,8 +36,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedback.teacher import files
+from feedback.teacher.names import (  # BLIND, MOODLE_FOLDER — для тех, кто брал их отсюда
+    BLIND,  # noqa: F401
+    MOODLE_FOLDER,  # noqa: F401
+    LmsName,
+    Match,
+    by_name,
+    name_key,
+    parse_lms_name,
+    student_id,
+)
 from feedback.teacher.tables import write_csv
-from feedback.teacher.uploads import student_id
 
 ROSTER = "students.csv"
 LMS_IDS = "lms_ids.csv"
@@ -45,16 +57,9 @@ IDENTIFIER = ("Идентификатор", "Identifier")
 FULL_NAME = ("Полное имя", "Full name")
 EMAIL = ("Адрес электронной почты", "Email address")
 
-#: Папка или начало имени файла из архива Moodle: имя, номер участника, «assignsubmission».
-MOODLE_FOLDER = re.compile(
-    r"^(?P<name>.*?)[\s_]*(?P<participant>\d+)_assignsubmission_[A-Za-z0-9]+_?$"
-)
-#: Так Moodle называет учащегося при анонимной проверке.
-BLIND = {"участник", "participant"}
 #: id учащегося: начинается с буквы или цифры (ячейка CSV не станет формулой), дальше
 #: буквы, цифры, «.», «_», «-» и «@» (почта годится в id).
 _ID = re.compile(r"^\w[\w.@-]*$")
-_SEPARATORS = re.compile(r"[\s_\-\u2010-\u2015]+")
 _NUMBER_AT_END = re.compile(r"(\d+)\s*$")
 
 
@@ -65,12 +70,6 @@ class RosterError(ValueError):
 def mapping_file(work: Path, lab: str) -> Path:
     """Файл преподавателя «номер участника → id» для лабораторной."""
     return work / f"participants_{lab}.csv"
-
-
-def name_key(text: str) -> str:
-    """Имя для сравнения: NFC, без регистра, «ё» = «е», разделители — один пробел."""
-    text = unicodedata.normalize("NFC", text).casefold().replace("ё", "е")
-    return _SEPARATORS.sub(" ", text).strip()
 
 
 @dataclass(frozen=True)
@@ -284,33 +283,6 @@ def save_participants(work: Path, seen: Mapping[tuple[str, str], str]) -> None:
 # --------------------------------------------------------------------------- сопоставление
 
 
-@dataclass(frozen=True)
-class LmsName:
-    """Разобранное имя папки Moodle."""
-
-    name: str
-    participant: str
-    blind: bool
-
-
-def parse_lms_name(text: str) -> LmsName | None:
-    """``Иванов Иван_123_assignsubmission_file_`` → имя, номер 123; иначе ``None``."""
-    match = MOODLE_FOLDER.match(unicodedata.normalize("NFC", text.strip()))
-    if not match:
-        return None
-    name = match["name"]
-    return LmsName(name, str(int(match["participant"])), name_key(name) in BLIND)
-
-
-@dataclass(frozen=True)
-class Match:
-    """Чья работа: id (или ``None``), номер участника LMS и, если id нет, — что сделать."""
-
-    student: str | None
-    participant: str | None = None
-    problem: str | None = None
-
-
 class Matcher:
     """Сопоставляет владельца работы (имя папки или начало имени файла) с id учащегося.
 
@@ -341,8 +313,10 @@ class Matcher:
         lms = parse_lms_name(text)
         number = lms.participant if lms else None
         student = self.mappings.get(lab or "", {}).get(number or "")
+        named = False
         if student is None and self.roster is None:
-            student = student_id(text) or None
+            found = by_name(text)
+            student, named = found.student, found.by_name
         elif student is None:
             student, problem = self._from_roster(text, lms, lab)
             if student is None:
@@ -351,7 +325,7 @@ class Matcher:
             return Match(None, number, "не удалось понять, чья это работа")
         if lab and number:
             self.seen[(student, lab)] = number
-        return Match(student, number)
+        return Match(student, number, by_name=named)
 
     def _mapping_hint(self, lab: str | None, number: str) -> str:
         path = mapping_file(self.work, lab or "<лабораторная>")

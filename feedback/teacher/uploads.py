@@ -6,13 +6,15 @@
 (:class:`Problem`) — но никогда в исключение, которое остановило бы оценивание
 остальных.
 
-Кто сдал: в архиве LMS — папка учащегося целиком (``Иванов Иван_123_assignsubmission_file_/``)
-или, если папок нет, начало имени файла до названия лабораторной
-(``ivanov_1234_lab_7_2_training_flops.ipynb`` → ``ivanov_1234``); со списком учащихся
-имя папки сопоставляется с ним (:mod:`feedback.teacher.roster`). Какая лабораторная:
-по ``grade_id`` ячеек, а если разметки нет — по совпадающему тексту ячеек; имя
-файла — лишь подсказка. Имена папок и файлов приводятся к NFC: «Й» одной буквой и «И»
-с надстрочным знаком — один и тот же учащийся.
+Кто сдал: папка учащегося первого уровня или, если папок нет, начало имени файла до
+названия лабораторной (``ivanov_1234_lab_7_2_training_flops.ipynb`` → ``ivanov_1234``).
+Со списком учащихся это имя сопоставляется с ним (:mod:`feedback.teacher.roster`), без
+списка папка Moodle даёт id по имени (``Иванов Иван_123_assignsubmission_file_/`` →
+``иванов_иван``, :func:`feedback.teacher.names.by_name`), а тёзки одного задания
+разводятся (:func:`route`). Какая лабораторная: по ``grade_id`` ячеек, а если разметки
+нет — по совпадающему тексту ячеек; имя файла — лишь подсказка. Имена папок и файлов
+приводятся к NFC: «Й» одной буквой и «И» с надстрочным знаком — один и тот же учащийся;
+имена в архиве без флага UTF-8 читаются в кодировке архиватора (:func:`zip_names`).
 
 Память родительского процесса на работу ограничена до разбора JSON
 (:func:`check_structure`): 32 МиБ пустых списков развернулись бы в гигабайт объектов.
@@ -24,17 +26,25 @@ import json
 import os
 import re
 import stat
-import unicodedata
+import struct
 import zipfile
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from feedback.formatting import plural
 from feedback.teacher.assemble import cell_source, normalize
+from feedback.teacher.names import (
+    Match,
+    apart,
+    by_name,
+    clean_name,
+    parse_lms_name,
+    student_id,  # noqa: F401 — его берут отсюда
+)
 
 #: Больше этого тетрадка учащегося не бывает (с картинками — несколько мегабайт).
 MAX_NOTEBOOK_BYTES = 32 * 1024**2
@@ -49,8 +59,6 @@ MAX_JSON_DEPTH = 100
 MAX_JSON_CONTAINERS = 100_000
 #: Значение — строка, число, литерал, список или словарь (строка вывода — тоже значение).
 MAX_JSON_VALUES = 1_000_000
-
-_UNSAFE = re.compile(r"[^\w.\-]+")
 
 
 @dataclass(frozen=True)
@@ -91,16 +99,6 @@ class Submission:
 
 def _skipped(parts: tuple[str, ...]) -> bool:
     return any(part == "__MACOSX" or part.startswith(".") for part in parts)
-
-
-def clean_name(name: str) -> str:
-    """Имя папки или файла для путей, id и CSV: UTF-8 без суррогатов и в форме NFC.
-
-    Байты имени, которые не UTF-8 (``os`` отдаёт их суррогатами), заменяются на «�»;
-    одно и то же имя, набранное составными и разложенными буквами, совпадает.
-    """
-    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return unicodedata.normalize("NFC", name)
 
 
 def _bytes(size: int) -> str:
@@ -198,11 +196,100 @@ class BrokenArchive(ValueError):
 
 #: Бит «зашифровано» в флагах записи zip.
 _ENCRYPTED = 0x1
+#: Бит «имя в UTF-8» (APPNOTE.TXT, бит 11 флагов).
+_UTF8_NAME = 0x800
+#: Поле Info-ZIP Unicode Path: имя в UTF-8 и CRC-32 имени, рядом с которым оно записано.
+_UNICODE_PATH = 0x7075
+#: Старые кодовые страницы Windows для кириллицы: OEM (Проводник) и ANSI; при равенстве — первая.
+_LEGACY = ("cp866", "cp1251")
+#: Имя, которое правдоподобно прочитано: печатные знаки ASCII (латиница, цифры, пробел и
+#: знаки, из которых Moodle и учащиеся составляют имена папок и файлов), русские, украинские
+#: и белорусские буквы и «№». В чужой кодовой странице кириллица становится знаками рамок
+#: (cp1251, прочитанная как cp866) или «€», «‰», «Ђ» и т. п. (cp866, прочитанная как cp1251).
+_PLAUSIBLE = re.compile(r"[ -~А-Яа-яЁёЄєІіЇїЎўҐґ№]*")
+
+
+def _raw_name(info: zipfile.ZipInfo) -> bytes | None:
+    """Байты имени записи без флага UTF-8 (zipfile читает их как cp437) или ``None``."""
+    if info.flag_bits & _UTF8_NAME:
+        return None
+    try:
+        return info.filename.encode("cp437")
+    except UnicodeEncodeError:  # zipfile уже взял имя из поля Unicode Path (Python ≥ 3.12)
+        return None
+
+
+def _unicode_path(info: zipfile.ZipInfo, raw: bytes | None) -> str | None:
+    """Имя из поля Info-ZIP Unicode Path, если оно относится к этому имени (CRC сходится)."""
+    extra = info.extra
+    while len(extra) >= 4:
+        kind, size = struct.unpack("<HH", extra[:4])
+        data, extra = extra[4 : 4 + size], extra[4 + size :]
+        if kind != _UNICODE_PATH or len(data) < 5 or data[0] != 1:
+            continue
+        try:
+            text = data[5:].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        crc = struct.unpack("<L", data[1:5])[0]
+        if text == info.filename or (raw is not None and zlib.crc32(raw) == crc):
+            return text
+    return None
+
+
+def _plausible(raw: bytes, encoding: str) -> bool:
+    try:
+        return _PLAUSIBLE.fullmatch(raw.decode(encoding)) is not None
+    except UnicodeDecodeError:
+        return False
+
+
+def legacy_encoding(raws: Iterable[bytes]) -> str:
+    """Кодировка имён без флага UTF-8 — одна на архив: её выбрал архиватор, а не учащийся.
+
+    UTF-8, если все такие имена — правильный UTF-8 (так пишут Info-ZIP ``zip -r`` в Linux и
+    архиватор macOS). Иначе архив сделан в Windows старой кодовой страницей: «Отправить →
+    Сжатая ZIP-папка» пишет OEM — cp866, другие программы — ANSI, cp1251. Из двух берётся та,
+    в которой правдоподобно больше имён (:data:`_PLAUSIBLE`: только буквы кириллицы и
+    латиницы, цифры и печатные знаки ASCII); поровну — cp866, как у Проводника. Так же
+    решает и человек с ``unzip -O CP866`` или ``-O CP1251``: какая из них даёт читаемые имена.
+    """
+    raws = [raw for raw in raws if not raw.isascii()]
+    try:
+        for raw in raws:
+            raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return max(_LEGACY, key=lambda encoding: sum(_plausible(raw, encoding) for raw in raws))
+    return "utf-8"
+
+
+def zip_names(infos: list[zipfile.ZipInfo]) -> list[str]:
+    """Имена записей архива, прочитанные так, как их записал архиватор.
+
+    С флагом UTF-8 (Moodle, 7-Zip, Windows 11) — как есть; с полем Info-ZIP Unicode Path —
+    из него; остальные — в кодировке :func:`legacy_encoding`, а не в cp437, которую zipfile
+    подставляет по стандарту и которой кириллицу не пишет ни один архиватор.
+    """
+    raws = [_raw_name(info) for info in infos]
+    unicode = [
+        _unicode_path(info, raw) if raw is not None else None
+        for info, raw in zip(infos, raws, strict=True)
+    ]
+    encoding = legacy_encoding(
+        raw for raw, text in zip(raws, unicode, strict=True) if raw is not None and text is None
+    )
+    names = []
+    for info, raw, text in zip(infos, raws, unicode, strict=True):
+        if text is None and raw is not None:
+            text = raw.decode(encoding, "replace")
+        names.append(info.filename if text is None else text)
+    return names
 
 
 def from_zip(archive: Path) -> tuple[list[Upload], list[Problem]]:
     """Тетрадки из архива LMS; пути наружу, ссылки, битые и огромные файлы — в проблемы.
 
+    Имена записей читаются в кодировке, которой их записал архиватор (:func:`zip_names`).
     Запись, которую не удаётся распаковать (неверная CRC, испорченные сжатые данные,
     шифрование), — строка проблем, остальные читаются. Каждая тетрадка после предела
     всего архива — тоже своя строка. Не открывается сам архив — :class:`BrokenArchive`.
@@ -218,8 +305,9 @@ def from_zip(archive: Path) -> tuple[list[Upload], list[Problem]]:
             "скачайте архив заново."
         ) from None
     with zf:
-        for info in zf.infolist():
-            name = clean_name(info.filename.replace("\\", "/"))
+        infos = zf.infolist()
+        for info, decoded in zip(infos, zip_names(infos), strict=True):
+            name = clean_name(decoded.replace("\\", "/"))
             pure = PurePosixPath(name)
             link = stat.S_ISLNK(info.external_attr >> 16)
             if info.is_dir() or not (link or name.lower().endswith(".ipynb")):
@@ -278,11 +366,6 @@ def _unpack(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str | None, byt
 # --------------------------------------------------------------------------- кто сдал
 
 
-def student_id(text: str) -> str:
-    """Имя учащегося, пригодное для папок и CSV: буквы, цифры, «.», «-», «_» (в форме NFC)."""
-    return _UNSAFE.sub("_", clean_name(text).strip()).strip("._-")[:120]
-
-
 def _strip_wrappers(uploads: list[Upload], labs: Iterable[str]) -> None:
     """Убирает общую папку-обёртку (``export/ivanov/…`` → ``ivanov/…``)."""
     labs = set(labs)
@@ -314,9 +397,9 @@ def owner_name(upload: Upload, labs: Iterable[str]) -> str | None:
 
 
 def owner(upload: Upload, labs: Iterable[str]) -> str | None:
-    """Чья это работа без списка учащихся: :func:`owner_name`, приведённое к id."""
+    """Чья это работа без списка учащихся: :func:`owner_name` → id (:func:`by_name`)."""
     name = owner_name(upload, labs)
-    return (student_id(name) or None) if name is not None else None
+    return by_name(name).student if name is not None else None
 
 
 # --------------------------------------------------------------------------- что сдал
@@ -479,13 +562,77 @@ def _hint(upload: Upload, labs: Iterable[str]) -> str | None:
 
 
 class Identifies(Protocol):
-    """Кто сдал, по владельцу и лабораторной (:class:`feedback.teacher.roster.Matcher`)."""
+    """Кто сдал, по владельцу и лабораторной (:class:`feedback.teacher.roster.Matcher`).
 
-    def identify(self, text: str, lab: str | None) -> Any: ...
+    ``seen`` — номера участников этого запуска, (id, лабораторная) → номер (lms_ids.csv).
+    """
+
+    seen: dict[tuple[str, str], str]
+
+    def identify(self, text: str, lab: str | None) -> Match: ...
+
+
+class _ByName:
+    """Без списка учащихся и без :class:`feedback.teacher.roster.Matcher`: id — по имени."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str], str] = {}
+
+    def identify(self, text: str, lab: str | None) -> Match:
+        return by_name(text)
 
 
 def _joined(problem: str, other: str | None) -> str:
     return f"{problem}; {other}" if other else problem
+
+
+Routed = Submission | Problem
+
+
+def _namesakes(
+    entries: list[tuple[Routed, Match | None, str]],
+    labs: Iterable[str],
+    seen: dict[tuple[str, str], str],
+) -> list[Problem]:
+    """Разводит тёзок: разные участники одного задания, чьё id взято из одного имени.
+
+    Без списка учащихся id — имя (:func:`feedback.teacher.names.by_name`), и у двух Ивановых
+    Иванов одной лабораторной оно одно; их работы смешались бы (или обе стали бы «несколько
+    файлов»). Каждый получает id с номером участника (:func:`feedback.teacher.names.apart`),
+    а problems.csv — строку о каждом: в других лабораторных номера другие, и свести их
+    лабораторные может только список учащихся. ``entries`` и ``seen`` правятся на месте.
+    """
+    labs = set(labs)
+    numbers: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for item, match, _ in entries:
+        if match and match.by_name and match.participant and item.lab in labs:
+            numbers[(item.student, item.lab)].add(match.participant)
+    clashes = {key: sorted(found, key=int) for key, found in numbers.items() if len(found) > 1}
+    notes = []
+    for index, (item, match, name) in enumerate(entries):
+        key = (item.student, item.lab)
+        if key not in clashes or not (match and match.by_name and match.participant):
+            continue
+        student = apart(item.student, match.participant)
+        entries[index] = (replace(item, student=student), match, name)
+        seen.pop(key, None)
+        seen[(student, item.lab)] = match.participant
+        lms = parse_lms_name(name)
+        people = plural(len(clashes[key]), "участник", "участника", "участников")
+        notes.append(
+            Problem(
+                student,
+                item.lab,
+                item.file,
+                f"в этом задании Moodle {people} с именем «{lms.name if lms else name}» "
+                f"(номера {', '.join(clashes[key])}) — это разные люди: "
+                f"работа участника {match.participant} оценена под id «{student}», а не "
+                f"«{item.student}». В других лабораторных номера у них другие, и свести их "
+                "работы по имени нельзя: дайте список учащихся (make grade ROSTER=students.csv) "
+                "и оцените заново",
+            )
+        )
+    return notes
 
 
 def route(
@@ -497,56 +644,68 @@ def route(
 
     ``matcher`` (список учащихся, :mod:`feedback.teacher.roster`) решает, чья работа, когда
     лабораторная уже известна; не нашёл — строка проблем с id «?», и работа не оценивается.
-    Без него id — имя папки (:func:`owner`).
+    Без списка id — имя из папки Moodle или папка целиком
+    (:func:`feedback.teacher.names.by_name`); тёзки одного задания разводятся
+    (:func:`_namesakes`).
     """
     labs = list(releases)
     _strip_wrappers(uploads, labs)
-    problems: list[Problem] = []
-    found: dict[tuple[str, str], list[Submission]] = defaultdict(list)
+    identifies: Identifies = matcher if matcher is not None else _ByName()
+    entries: list[tuple[Routed, Match | None, str]] = []
 
-    def whose(name: str, lab: str | None) -> tuple[str | None, str | None]:
-        if matcher is None:
-            return student_id(name) or None, None
-        match = matcher.identify(name, lab)
-        return match.student, match.problem
+    def add(item: Routed, match: Match | None = None, name: str = "") -> None:
+        entries.append((item, match, name))
 
     for upload in uploads:
         name = owner_name(upload, labs)
         hint = _hint(upload, labs)
         if name is None or (matcher is None and owner(upload, labs) is None):
-            problems.append(
-                Problem("?", hint or "?", upload.path, "не удалось понять, чья это работа")
-            )
+            add(Problem("?", hint or "?", upload.path, "не удалось понять, чья это работа"))
             continue
         notes: list[str] = []
         try:
             nb = read_notebook(upload.data, notes)
         except UnreadableUpload as error:
-            student, unknown = whose(name, hint)
-            problems.append(
-                Problem(student or "?", hint or "?", upload.path, _joined(str(error), unknown))
+            match = identifies.identify(name, hint)
+            add(
+                Problem(
+                    match.student or "?",
+                    hint or "?",
+                    upload.path,
+                    _joined(str(error), match.problem),
+                ),
+                match,
+                name,
             )
             continue
         lab = identify_lab(nb, releases, hint)
-        student, unknown = whose(name, lab or hint)
+        match = identifies.identify(name, lab or hint)
+        student, unknown = match.student, match.problem
         if lab is None:
-            problems.append(
+            add(
                 Problem(
                     student or "?",
                     hint or "?",
                     upload.path,
                     _joined("не удалось понять, какая это лабораторная", unknown),
-                )
+                ),
+                match,
+                name,
             )
             continue
         if student is None:
-            problems.append(
-                Problem("?", lab, upload.path, unknown or "не удалось понять, чья это работа")
-            )
+            add(Problem("?", lab, upload.path, unknown or "не удалось понять, чья это работа"))
             continue
         if hint and hint != lab:
             notes.append(f"Файл {upload.path} назван как {hint}, но это {lab}: оценен как {lab}.")
-        found[(student, lab)].append(Submission(student, lab, upload.path, nb, notes))
+        add(Submission(student, lab, upload.path, nb, notes), match, name)
+    problems = _namesakes(entries, labs, identifies.seen)
+    found: dict[tuple[str, str], list[Submission]] = defaultdict(list)
+    for item, _, _ in entries:
+        if isinstance(item, Submission):
+            found[(item.student, item.lab)].append(item)
+        else:
+            problems.append(item)
     submissions = []
     for (student, lab), items in sorted(found.items()):
         if len(items) == 1:
