@@ -218,6 +218,7 @@ objects = {
             {"Scenario": s, "Parameters": p, "Tokens": n, "FLOPs": 6 * p * n}
             for s, p, n in flops.SCENARIOS
         ],
+        lambda p, n: 6 * p * n,
     ),
     "memory.check_calculate_param_memory": (lambda p, b: p * b / GIB,),
     "memory.check_calculate_input_data_memory": (lambda b, n, t: b * n * t / GIB,),
