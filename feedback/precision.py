@@ -100,6 +100,8 @@ def _unique(variables: Iterable[Any]) -> list[Any]:
 
 def _not_a_model(model: Any) -> LearnerProblem | None:
     """Объяснение, если передана явно не модель; ``None`` — можно смотреть дальше."""
+    if isinstance(model, ModelNotLoaded):
+        return LearnerProblem(model.message)
     if model is Ellipsis or model is None:
         return LearnerProblem(
             "модель ещё не загружена: вместо неё передано «…» или None.",
@@ -516,6 +518,51 @@ class WeightsDtypeError(ValueError):
 
     def _render_traceback_(self) -> list[str]:
         return ["Модель не загружена.", *str(self).splitlines()]
+
+
+class WaitingForModel(WeightsDtypeError):
+    """Ячейке курса нужна модель, а её не загрузили: в Jupyter — одна русская строка."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+class ModelNotLoaded:
+    """Заглушка на месте ``model``, пока ячейка загрузки 7.5 не загрузила модель.
+
+    Ячейка загрузки кладёт её в ``model`` до того, как отказаться работать без задания 1
+    (:func:`require_weights_dtype`). Тогда ячейки ниже, которым нужна модель, не падают с
+    английской ``NameError``: обращение к заглушке останавливает ячейку одной русской строкой
+    (:class:`WaitingForModel`), а проверки отвечают красным вердиктом с тем же текстом. Ячейка
+    по-прежнему падает, и в строгом режиме проверка тоже, — заглушка лишь говорит, чего она
+    ждёт.
+    """
+
+    message = (
+        "модель ещё не загружена, и эта ячейка ждёт её: выполните задание 1 (тип весов "
+        "в WEIGHTS_DTYPE) и ячейку загрузки модели, а потом эту."
+    )
+
+    def _stop(self) -> WaitingForModel:
+        return WaitingForModel(self.message[0].upper() + self.message[1:])
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)  # copy, pickle и IPython спрашивают служебные имена
+        raise self._stop()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise self._stop()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._stop()
+
+    def __repr__(self) -> str:
+        return "<модель ещё не загружена: ячейка загрузки ждёт задания 1>"
+
+
+#: Заглушка ``model`` для ячейки загрузки лабораторной 7.5 (:class:`ModelNotLoaded`).
+NOT_LOADED = ModelNotLoaded()
 
 
 #: Память шага обучения лабораторной 7.5 по оценке компилятора XLA, ГиБ: веса в bfloat16,
