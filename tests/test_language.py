@@ -607,6 +607,10 @@ RETIRED_PHRASES: dict[str, tuple[str, str]] = {
         "bf16 = memory_breakdown(2)",
         "7.4: байты bfloat16 учащийся вписывает сам — memory_breakdown(BYTES_PER_PARAMETER_BF16)",
     ),
+    r"Запишите результат в словарь `weights_gib`": (
+        "Запишите результат в словарь `weights_gib`: формат → ГиБ.",
+        "7.5, задание 1: в словарь — память под **одни только веса** (issue 29, п. 16)",
+    ),
     r"\| `epsilon` \| `?1e-6`? \|": (
         "| `epsilon` | 1e-6 | защищает от деления на почти ноль |",
         "7.5: epsilon выводится из значения Keras по умолчанию (в 10 раз больше)",
