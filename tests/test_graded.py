@@ -54,6 +54,17 @@ def test_objects_and_params_are_split_by_the_signature():
         split_arguments(signature, (), {})
 
 
+def test_an_optional_learner_object_is_an_object_only_when_passed():
+    """Ячейка-тест старого выпуска без функции и новая — с ней: обе вызывают проверку таблицы."""
+    import inspect
+
+    signature = inspect.signature(flops.check_final_results)
+    rows = [{"Scenario": "PaLM"}]
+    assert split_arguments(signature, (rows,), {}) == ((rows,), {})
+    assert split_arguments(signature, (rows, len), {}) == ((rows, len), {})
+    assert split_arguments(signature, (rows,), {"fn": len}) == ((rows, len), {})
+
+
 def spec(observe=None, judge=None):
     return GradedCheck(
         "x.check_y",
