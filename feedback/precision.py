@@ -522,8 +522,13 @@ class WeightsDtypeError(ValueError):
         return ["Модель не загружена.", *str(self).splitlines()]
 
 
-class WaitingForModel(WeightsDtypeError):
-    """Ячейке курса нужна модель, а её не загрузили: в Jupyter — одна русская строка."""
+class WaitingForModel(WeightsDtypeError, AttributeError):
+    """Ячейке курса нужна модель, а её не загрузили: в Jupyter — одна русская строка.
+
+    Это и ``AttributeError``: ``getattr(model, имя, по умолчанию)`` и ``hasattr`` у заглушки
+    не падают, и код, который перебирает переменные (инструменты, подсказки Jupyter), её
+    спокойно обходит.
+    """
 
     def _render_traceback_(self) -> list[str]:
         return [str(self)]
@@ -549,8 +554,6 @@ class ModelNotLoaded:
         return WaitingForModel(self.message[0].upper() + self.message[1:])
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)  # copy, pickle и IPython спрашивают служебные имена
         raise self._stop()
 
     def __setattr__(self, name: str, value: Any) -> None:

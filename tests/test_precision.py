@@ -85,6 +85,7 @@ def test_a_cell_waiting_for_the_unloaded_model_stops_with_one_russian_line():
         assert line.startswith("Модель ещё не загружена") and "задание 1" in line
         assert "WEIGHTS_DTYPE" in line
     assert "ещё не загружена" in repr(model)
+    assert getattr(model, "graded", None) is None and not hasattr(model, "backbone")
 
 
 @pytest.mark.parametrize("check", [precision.check_bfloat16, precision.check_lora])
