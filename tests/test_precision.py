@@ -97,6 +97,17 @@ def test_checks_of_the_unloaded_model_say_what_they_wait_for(check, monkeypatch)
         check(precision.NOT_LOADED)
 
 
+@pytest.mark.parametrize("check", [precision.check_bfloat16, precision.check_lora])
+def test_grading_sees_the_unloaded_model_as_the_learners_problem(check):
+    """При оценивании зонд снимает наблюдение с заглушки: это ответ «не сделано», не сбой."""
+    from feedback.engine.graded import roundtrip
+
+    spec = check.graded
+    envelope = roundtrip(spec.observe_envelope(lambda: (precision.NOT_LOADED,), {}))
+    assert envelope == {"problem": {"headline": precision.NOT_LOADED.message, "details": []}}
+    assert not spec.judge_envelope(envelope, {}).passed
+
+
 def test_lora_count_report_of_the_unloaded_model_says_what_it_waits_for():
     report = precision.lora_count_report(lambda *sizes: 0, precision.NOT_LOADED)
     assert report == f"Сверить не с чем: {precision.NOT_LOADED.message}"
