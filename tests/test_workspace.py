@@ -94,6 +94,8 @@ def test_modules_of_the_gpu_labs_come_with_the_default_make_lab():
     import re
     import tomllib
 
+    from packaging.requirements import Requirement
+
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     extras = re.search(r"^LAB_EXTRAS \?= (.+)$", makefile, re.M)[1].split(",")
     optional = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
@@ -101,13 +103,12 @@ def test_modules_of_the_gpu_labs_come_with_the_default_make_lab():
     ]
 
     def requirements(extra):
-        for item in optional[extra]:
-            nested = re.fullmatch(r"course7-feedback\[(.+)\]", item)
-            if nested:
-                for inner in nested[1].split(","):
+        for item in map(Requirement, optional[extra]):
+            if item.name == "course7-feedback":
+                for inner in item.extras:
                     yield from requirements(inner)
             else:
-                yield re.split(r"[\[=<>; ]", item, maxsplit=1)[0].lower()
+                yield item.name.lower()
 
     installed = {name for extra in extras for name in requirements(extra)}
     for modules in EXTRA_MODULES.values():
