@@ -13,9 +13,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from feedback.engine.calling import LearnerProblem
+from feedback.engine.calling import LearnerProblem, as_number, learner_value
 from feedback.engine.comparing import FunctionTask, answer, choice, is_close, log_uniform
-from feedback.engine.graded import GradedCheck, graded_check
+from feedback.engine.graded import OPTIONAL, GradedCheck, graded_check
 from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.engine.values import describe, revive
 from feedback.formatting import (
@@ -279,12 +279,96 @@ def _row_problems(row: dict[str, Any], params: float, tokens: float) -> list[Pro
     return [(text, mistake)]
 
 
+#: Случаи функции задания 1 для таблицы: P и N каждого сценария, по порядку.
+SCENARIO_CASES = tuple((params, tokens) for _, params, tokens in SCENARIOS)
+
+
+def _observe_final_results(rows: Any, fn: Any = None) -> dict[str, Any]:
+    """Наблюдение: таблица и что функция учащегося из задания 1 даёт для её сценариев.
+
+    Второе нужно только подсказке: если таблица посчитана неверной функцией, вердикт говорит
+    об этом один раз и отправляет к заданию 1, а не повторяет подсказку в каждой строке.
+    """
+    own = None
+    if callable(fn):
+        own = COMPUTE_NUM_FLOPS.observe(fn, SCENARIO_CASES)["calls"]
+    return {"rows": describe(rows), "own": own}
+
+
+def _own_values(observation: dict[str, Any]) -> dict[str, float]:
+    """Что функция учащегося вернула для каждого сценария (только числа)."""
+    calls = observation.get("own")
+    if not isinstance(calls, list) or len(calls) != len(SCENARIOS):
+        return {}
+    values = {}
+    for (name, params, tokens), outcome in zip(SCENARIOS, calls, strict=True):
+        case = {"param_count": params, "num_tokens": tokens}
+        try:
+            values[name] = as_number(learner_value(outcome, case), case)
+        except LearnerProblem:
+            continue
+    return values
+
+
+def _from_own_function(
+    rows: dict[str, dict[str, Any]], own: dict[str, float]
+) -> tuple[list[str], Problem | None]:
+    """Сценарии, где в таблице то, что даёт неверная функция учащегося, и одна ошибка о них.
+
+    Строка считается посчитанной функцией, если её FLOPs совпали с ответом функции на данных
+    P и N, а этот ответ неверен. Подсказка к известной ошибке формулы (только прямой проход,
+    нет множителя 6…) добавляется один раз, если она объясняет все такие строки.
+    """
+    reference = answer("flops.FINAL_RESULTS")
+    names = []
+    for name, params, tokens in SCENARIOS:
+        row, value = rows.get(name), own.get(name)
+        if row is None or value is None or _cell_problem(name, row["FLOPs"]):
+            continue
+        expected = reference.formula(params, tokens)
+        got = float(row["FLOPs"])
+        if not is_close(value, expected, TABLE_REL_TOL) and is_close(got, value, TABLE_REL_TOL):
+            names.append(name)
+    if not names:
+        return [], None
+    which = (
+        "во всех четырёх строках"
+        if len(names) == len(SCENARIOS) == 4
+        else "в строках " + ", ".join(f"«{name}»" for name in names)
+    )
+    text = (
+        f"FLOPs {which} — те же, что даёт ваша функция compute_num_flops, а она пока считает "
+        "неверно. Исправьте её в задании 1 (проверка под ним подскажет, что не так) и "
+        "выполните ячейку таблицы заново."
+    )
+    known = next(
+        (
+            mistake
+            for mistake in answer("flops.COMPUTE_NUM_FLOPS").mistakes
+            if all(
+                is_close(own[name], mistake.formula(params, tokens), TABLE_REL_TOL)
+                for name, params, tokens in SCENARIOS
+                if name in names
+            )
+        ),
+        None,
+    )
+    if known is None:
+        return names, (text, None)
+    return names, (f"{text} Подсказка: {known.hint}", known.id)
+
+
 def _judge_final_results(observation: Any) -> CheckResult:
-    rows = _rows_as_dicts(revive(observation))
+    if not isinstance(observation, dict) or "rows" not in observation:
+        raise ValueError("в наблюдении нет таблицы")
+    rows = _rows_as_dicts(revive(observation["rows"]))
     problems = _scenario_problems(rows)
     by_name = {str(row["Scenario"]).strip(): row for row in rows}
+    computed, own_problem = _from_own_function(by_name, _own_values(observation))
+    if own_problem:
+        problems.append(own_problem)
     for name, params, tokens in SCENARIOS:
-        if name in by_name:
+        if name in by_name and name not in computed:
             problems += _row_problems(by_name[name], params, tokens)
     if problems:
         # «в таблице 1 ошибка» читалось бы как «в таблице № 1».
@@ -309,11 +393,16 @@ def _judge_final_results(observation: Any) -> CheckResult:
 FINAL_RESULTS = GradedCheck(
     "flops.check_final_results",
     "final_results_data",
-    observe=describe,
+    observe=_observe_final_results,
     judge=_judge_final_results,
 )
 
 
 @graded_check(FINAL_RESULTS)
-def check_final_results(rows: Any) -> CheckResult:
-    """Проверяет таблицу задания 2: четыре сценария, каждый ровно один раз, верные FLOPs."""
+def check_final_results(rows: Any, fn: Any = OPTIONAL) -> CheckResult:
+    """Проверяет таблицу задания 2: четыре сценария, каждый ровно один раз, верные FLOPs.
+
+    ``fn`` — функция учащегося из задания 1 (``compute_num_flops``): если таблица посчитана
+    ею, а она неверна, вердикт говорит это один раз и отправляет к заданию 1. На баллы она
+    не влияет: оценивается только таблица.
+    """

@@ -10,7 +10,9 @@ Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) 
 допускает и говорит об этом.
 
 Здесь — сторона наблюдения: что проверка узнаёт у модели учащегося (``*_facts``), и
-то, что нужно ячейкам тетрадки (:func:`require_weights_dtype`, :func:`parameter_counts`).
+то, что нужно ячейкам тетрадки (:func:`require_weights_dtype`, :func:`parameter_counts`,
+заглушка :data:`NOT_LOADED`, с которой ячейки ниже незагруженной модели говорят, что ждут
+задания 1).
 Ячейка загрузки сверяет с памятью видеокарты не одни веса, а веса вместе с тем, что
 нужно обучению сверх них (:data:`TRAINING_STEP_GIB`): иначе float32 на T4 прошёл бы
 сверку (14,45 ГиБ из 14,7), а обучение потом упало бы с нехваткой памяти.
@@ -100,6 +102,8 @@ def _unique(variables: Iterable[Any]) -> list[Any]:
 
 def _not_a_model(model: Any) -> LearnerProblem | None:
     """Объяснение, если передана явно не модель; ``None`` — можно смотреть дальше."""
+    if isinstance(model, ModelNotLoaded):
+        return LearnerProblem(model.message)
     if model is Ellipsis or model is None:
         return LearnerProblem(
             "модель ещё не загружена: вместо неё передано «…» или None.",
@@ -516,6 +520,54 @@ class WeightsDtypeError(ValueError):
 
     def _render_traceback_(self) -> list[str]:
         return ["Модель не загружена.", *str(self).splitlines()]
+
+
+class WaitingForModel(WeightsDtypeError, AttributeError):
+    """Ячейке курса нужна модель, а её не загрузили: в Jupyter — одна русская строка.
+
+    Это и ``AttributeError``: ``getattr(model, имя, по умолчанию)`` и ``hasattr`` у заглушки
+    не падают, и код, который перебирает переменные (инструменты, подсказки Jupyter), её
+    спокойно обходит.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+class ModelNotLoaded:
+    """Заглушка на месте ``model``, пока ячейка загрузки 7.5 не загрузила модель.
+
+    Ячейка загрузки кладёт её в ``model`` до того, как отказаться работать без задания 1
+    (:func:`require_weights_dtype`). Тогда ячейки ниже, которым нужна модель, не падают с
+    английской ``NameError``: обращение к заглушке останавливает ячейку одной русской строкой
+    (:class:`WaitingForModel`), а проверки отвечают красным вердиктом с тем же текстом. Ячейка
+    по-прежнему падает, и в строгом режиме проверка тоже, — заглушка лишь говорит, чего она
+    ждёт.
+    """
+
+    message = (
+        "модель ещё не загружена, и эта ячейка ждёт её: выполните задание 1 (тип весов "
+        "в WEIGHTS_DTYPE) и ячейку загрузки модели, а потом эту."
+    )
+
+    def _stop(self) -> WaitingForModel:
+        return WaitingForModel(self.message[0].upper() + self.message[1:])
+
+    def __getattr__(self, name: str) -> Any:
+        raise self._stop()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise self._stop()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._stop()
+
+    def __repr__(self) -> str:
+        return "<модель ещё не загружена: ячейка загрузки ждёт задания 1>"
+
+
+#: Заглушка ``model`` для ячейки загрузки лабораторной 7.5 (:class:`ModelNotLoaded`).
+NOT_LOADED = ModelNotLoaded()
 
 
 #: Память шага обучения лабораторной 7.5 по оценке компилятора XLA, ГиБ: веса в bfloat16,

@@ -11,6 +11,12 @@
 ``my-labs/.course7-release.json`` записаны отпечатки (SHA-256) скопированных версий.
 Занятое имя ``.new`` тоже не переписывается: тогда модуль просит убрать старую копию.
 
+Лабораторную, которой нужно дополнение пакета (``"course7": {"extra": "gpu"}`` в метаданных
+тетрадки: keras, keras-hub и jax для GPU-лабораторных), модуль копирует, только если эти модули
+в окружении есть: ``make lab LAB_EXTRAS=lab`` ставит лишь JupyterLab, и тетрадка 7.5 упала бы
+там на первом ``import keras``. Какие лабораторные не скопированы и что поставить, чтобы они
+появились, модуль говорит по-русски; уже скопированные лабораторные не трогает.
+
 Только стандартная библиотека: модуль запускается до JupyterLab и ничего тяжёлого не тянет.
 """
 
@@ -18,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +40,12 @@ WORKSPACE_DIR = "my-labs"
 MANIFEST = ".course7-release.json"
 #: Служебные папки, которые не копируются.
 SKIP = frozenset({".ipynb_checkpoints", "__pycache__"})
+#: Дополнение пакета из метаданных тетрадки → модули, без которых она не выполнится. GPU-
+#: лабораторным нужны keras и keras-hub (дополнение gpu) и jax: Keras в них работает на JAX
+#: (в Colab и Kaggle jax уже стоит, локально его ставит дополнение tiny).
+EXTRA_MODULES = {"gpu": ("keras", "keras_hub", "jax")}
+#: Как назвать модули в сообщении: так же, как их ставит pip.
+PACKAGE_NAMES = {"keras_hub": "keras-hub"}
 
 
 @dataclass
@@ -52,6 +66,8 @@ class Report:
     kept: list[str] = field(default_factory=list)  #: уже были в рабочей копии
     new_files: list[str] = field(default_factory=list)  #: новые файлы в уже бывших лабораторных
     updates: list[Update] = field(default_factory=list)
+    #: не скопированы: лабораторная → модули, которых для неё нет в окружении
+    skipped: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _digest(path: Path) -> str:
@@ -66,6 +82,34 @@ def _release_files(release: Path) -> list[Path]:
         if path.is_file() and not SKIP.intersection(rel.parts):
             files.append(rel)
     return files
+
+
+def module_available(name: str) -> bool:
+    """Есть ли модуль в окружении (без импорта: keras импортируется секунды)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def lab_extras(lab: Path) -> set[str]:
+    """Дополнения пакета, которые называют метаданные тетрадок лабораторной."""
+    extras = set()
+    for path in sorted(lab.glob("*.ipynb")):
+        try:
+            metadata = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+            extra = metadata.get("course7", {}).get("extra")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(extra, str):
+            extras.add(extra)
+    return extras
+
+
+def missing_modules(lab: Path, available: Callable[[str], bool] = module_available) -> list[str]:
+    """Модули, без которых лабораторная ``lab`` не выполнится в этом окружении."""
+    needed = [name for extra in sorted(lab_extras(lab)) for name in EXTRA_MODULES.get(extra, ())]
+    return [name for name in dict.fromkeys(needed) if not available(name)]
 
 
 def beside_name(path: Path) -> Path:
@@ -93,17 +137,29 @@ def _copy(src: Path, dst: Path) -> None:
     shutil.copy2(src, dst)
 
 
-def sync(release: Path, workspace: Path) -> Report:
-    """Дополнить рабочую копию ``workspace`` из выпуска ``release``, ничего не переписывая."""
+def sync(
+    release: Path, workspace: Path, available: Callable[[str], bool] = module_available
+) -> Report:
+    """Дополнить рабочую копию ``workspace`` из выпуска ``release``, ничего не переписывая.
+
+    Новую лабораторную, которой в окружении не хватает модулей (``available`` отвечает, есть
+    ли модуль), не копирует и называет в :attr:`Report.skipped`.
+    """
     release, workspace = Path(release), Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     manifest = _load_manifest(workspace)
     report = Report()
     labs_before = {p.name for p in workspace.iterdir() if p.is_dir()}
+    for lab in sorted(p for p in release.iterdir() if p.is_dir() and p.name not in SKIP):
+        missing = missing_modules(lab, available)
+        if missing and lab.name not in labs_before:
+            report.skipped[lab.name] = missing
 
     for rel in _release_files(release):
         key = rel.as_posix()
         lab = rel.parts[0] if len(rel.parts) > 1 else None  # файл в корне выпуска — не лаба
+        if lab in report.skipped:
+            continue
         existed = lab in labs_before
         if lab is not None:
             listed = report.kept if existed else report.added
@@ -150,6 +206,16 @@ def describe(report: Report, workspace: str = WORKSPACE_DIR) -> str:
     if report.new_files:
         lines.append(
             "Добавлены файлы выпуска, которых у вас не было: " + ", ".join(report.new_files)
+        )
+    if report.skipped:
+        missing = [name for names in report.skipped.values() for name in names]
+        packages = ", ".join(PACKAGE_NAMES.get(name, name) for name in dict.fromkeys(missing))
+        lines.append(
+            "Не скопированы: " + ", ".join(report.skipped) + f". Им нужны {packages}, а в этом "
+            "окружении их нет (так бывает после make lab LAB_EXTRAS=lab). Чтобы выполнять их "
+            "здесь, запустите make lab без LAB_EXTRAS: он поставит и их, а без видеокарты "
+            "лабораторные пойдут в учебном режиме. Или откройте их в Colab или Kaggle по "
+            "ссылкам из README. Ваши файлы это не трогает."
         )
     for update in report.updates:
         why = (

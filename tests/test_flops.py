@@ -150,6 +150,72 @@ def test_wrong_flops_in_table_get_hint():
     assert "«PaLM», FLOPs" in result.message
 
 
+def computed_by(fn):
+    """Таблица, которую учащийся заполнил своей функцией (решение задания 2)."""
+    rows = table()
+    for row in rows:
+        row["FLOPs"] = fn(row["Parameters"], row["Tokens"])
+    return rows
+
+
+def forward_only(param_count, num_tokens):
+    return 2 * param_count * num_tokens
+
+
+def test_a_table_from_the_wrong_function_is_one_problem_pointing_to_task_1():
+    result = flops.check_final_results(computed_by(forward_only), forward_only)
+    assert not result.passed and result.mistake == "flops.forward_only"
+    assert result.headline == "в таблице одна ошибка."
+    [problem] = result.details
+    assert "во всех четырёх строках" in problem and "задании 1" in problem
+    assert problem.count("Подсказка:") == 1 and "только прямой проход" in problem
+    # Без функции — по подсказке в каждой из четырёх строк, как раньше.
+    alone = flops.check_final_results(computed_by(forward_only))
+    assert alone.message.count("только прямой проход") == 4 and "задании 1" not in alone.message
+
+
+def test_an_unknown_wrong_function_is_named_once_without_a_hint():
+    def squared(param_count, num_tokens):
+        return 6 * param_count * num_tokens**2
+
+    result = flops.check_final_results(computed_by(squared), squared)
+    assert not result.passed and result.mistake == "unknown"
+    [problem] = result.details
+    assert "те же, что даёт ваша функция compute_num_flops" in problem
+    assert "Подсказка" not in problem
+
+
+def test_rows_typed_by_hand_keep_their_own_hints():
+    rows = computed_by(forward_only)
+    rows[3]["FLOPs"] = 4 * 540e9 * 780e9  # PaLM вписан руками, и неверно по-другому
+    result = flops.check_final_results(rows, forward_only)
+    assert result.headline == "ошибок в таблице: 2."
+    first, second = result.details
+    assert "«BERT-Base», «T5-Large», «Gemma-1B (Africa Galore)»" in first and "PaLM" not in first
+    assert second.startswith("«PaLM», FLOPs:") and "оценку для LoRA" in second
+
+
+def test_a_right_table_passes_whatever_the_function():
+    assert flops.check_final_results(table(), forward_only)
+
+
+def test_a_right_function_with_a_wrong_row_gets_the_row_hint():
+    result = flops.check_final_results(table(PaLM=2 * 540e9 * 780e9), correct)
+    assert "«PaLM», FLOPs" in result.message and "задании 1" not in result.message
+
+
+@pytest.mark.parametrize("fn", [..., None, "compute_num_flops", BAD_FUNCTIONS[0][0]])
+def test_an_unusable_function_leaves_the_table_check_as_it_was(fn):
+    result = flops.check_final_results(computed_by(forward_only), fn)
+    assert result.message.count("только прямой проход") == 4
+
+
+def test_the_table_from_the_wrong_function_fails_the_cell_in_strict_mode(monkeypatch):
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    with pytest.raises(CheckFailed, match="задании 1"):
+        flops.check_final_results(computed_by(forward_only), forward_only)
+
+
 @pytest.mark.parametrize(
     ("rows", "verdict"),
     [

@@ -54,6 +54,17 @@ def test_objects_and_params_are_split_by_the_signature():
         split_arguments(signature, (), {})
 
 
+def test_an_optional_learner_object_is_an_object_only_when_passed():
+    """Ячейка-тест старого выпуска без функции и новая — с ней: обе вызывают проверку таблицы."""
+    import inspect
+
+    signature = inspect.signature(flops.check_final_results)
+    rows = [{"Scenario": "PaLM"}]
+    assert split_arguments(signature, (rows,), {}) == ((rows,), {})
+    assert split_arguments(signature, (rows, len), {}) == ((rows, len), {})
+    assert split_arguments(signature, (rows,), {"fn": len}) == ((rows, len), {})
+
+
 def spec(observe=None, judge=None):
     return GradedCheck(
         "x.check_y",
@@ -218,6 +229,7 @@ objects = {
             {"Scenario": s, "Parameters": p, "Tokens": n, "FLOPs": 6 * p * n}
             for s, p, n in flops.SCENARIOS
         ],
+        lambda p, n: 6 * p * n,
     ),
     "memory.check_calculate_param_memory": (lambda p, b: p * b / GIB,),
     "memory.check_calculate_input_data_memory": (lambda b, n, t: b * n * t / GIB,),

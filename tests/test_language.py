@@ -589,6 +589,32 @@ RETIRED_PHRASES: dict[str, tuple[str, str]] = {
         "Подробнее — в уроке «Как устроена видеокарта».",
         "уроки курса, который пакет нигде не называет, — вместо них публичные источники",
     ),
+    # Issue 29, п. 8: уровни критериев, которых не хватало.
+    r"0,5 — общее «4B отвечает лучше» без примеров": (
+        "0,5 — общее «4B отвечает лучше» без примеров; 0 — ответа по существу нет.",
+        "7.1, вопрос 2: 0,5 — и за один конкретный пример",
+    ),
+    r"0,5 — только «когда нужно быстрее» без примера": (
+        "0,5 — только «когда нужно быстрее» без примера; 0 — ответа по существу нет.",
+        "7.1, вопрос 3: 0,5 — и за конкретный сценарий без сопоставления с качеством",
+    ),
+    r"без связи с LoRA; 0 —": (
+        "0,5 — только «веса не помещаются» без связи с LoRA; 0 — ответа по существу нет.",
+        "7.3, вопрос 1: 0,5 — и за «LoRA сокращает градиенты и Adam» без вывода о весах",
+    ),
+    # Issue 29, п. 5 и 7: то, что учащийся теперь делает сам.
+    r"memory_breakdown\(2\)": (
+        "bf16 = memory_breakdown(2)",
+        "7.4: байты bfloat16 учащийся вписывает сам — memory_breakdown(BYTES_PER_PARAMETER_BF16)",
+    ),
+    r"Запишите результат в словарь `weights_gib`": (
+        "Запишите результат в словарь `weights_gib`: формат → ГиБ.",
+        "7.5, задание 1: в словарь — память под **одни только веса** (issue 29, п. 16)",
+    ),
+    r"\| `epsilon` \| `?1e-6`? \|": (
+        "| `epsilon` | 1e-6 | защищает от деления на почти ноль |",
+        "7.5: epsilon выводится из значения Keras по умолчанию (в 10 раз больше)",
+    ),
 }
 
 
@@ -599,13 +625,73 @@ def test_each_retired_phrase_is_recognised(pattern):
 
 
 def test_retired_phrases_do_not_come_back():
+    texts = all_texts()
+    everything = "\n\0\n".join(text.text for text in texts)
+    # Сначала — по всему тексту сразу: обычно ни одна фраза не находится, и по кускам
+    # искать нечего; нашлась — ищем, в каком она куске.
+    found = [pattern for pattern in RETIRED_PHRASES if re.search(pattern, everything)]
     problems = [
         f"{text.where}: {phrase!r} (теперь: {RETIRED_PHRASES[pattern][1]})"
-        for text in all_texts()
-        for pattern in RETIRED_PHRASES
+        for text in texts
+        for pattern in found
         for phrase in re.findall(pattern, text.text)
     ]
     assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- словарик
+
+GLOSSARY_ROW = re.compile(r"^\| (.+?) \| (.+?) \|$", re.M)
+
+
+def _stem(word: str) -> str:
+    """Основа слова без окончания: «памяти» и «память» — одно слово."""
+    return word[:-2] if len(word) > 5 else word[:-1] if len(word) > 3 else word
+
+
+def unused_glossary_entries(cells: list[str]) -> list[str]:
+    """Строки «Словарика», термина которых нет в остальном тексте тетрадки.
+
+    Термин употреблён, если в тексте есть английское слово строки (или его часть в скобках,
+    через «/» или запятую) либо все слова одного из русских вариантов — с любым окончанием.
+    """
+    glossary = next(cell for cell in cells if "## Словарик" in cell)
+    before, table = glossary.split("## Словарик", 1)
+    table = table.split("\n## ", 1)[0]
+    rest = "\n".join([before, *(cell for cell in cells if cell is not glossary)]).lower()
+    unused = []
+    for english, russian in GLOSSARY_ROW.findall(table):
+        if english in ("English", "---"):
+            continue
+        english_parts = [part.strip() for part in re.split(r"[()/,]", english.lower())]
+        russian_terms = re.split(r"[/,]", russian.lower().split("(")[0])
+        used = any(part and part in rest for part in english_parts) or any(
+            words and all(_stem(word) in rest for word in words)
+            for words in (re.findall(r"[а-яёa-z0-9-]{2,}", term) for term in russian_terms)
+        )
+        if not used:
+            unused.append(english)
+    return unused
+
+
+def test_the_glossary_detector_finds_an_entry_the_lab_never_uses():
+    cells = [
+        "Оптимизатор хранит **состояние** для каждого параметра; стену памяти мы не встретим.",
+        "## Словарик\n\n| English | По-русски |\n|---|---|\n"
+        "| optimizer states | состояние оптимизатора |\n| memory footprint | объём памяти |\n"
+        "| memory wall | стена памяти |",
+    ]
+    assert unused_glossary_entries(cells) == ["memory footprint"]
+
+
+LAB_SOURCES = sorted((ROOT / "solutions").glob("*/*.ipynb"))
+
+
+@pytest.mark.parametrize("path", LAB_SOURCES, ids=lambda path: path.parent.name)
+def test_each_glossary_entry_is_used_in_its_lab(path):
+    """Issue 29, п. 23: в «Словарике» только слова, которые лабораторная употребляет."""
+    cells = ["".join(cell["source"]) for cell in json.loads(path.read_text("utf-8"))["cells"]]
+    assert unused_glossary_entries(cells) == []
 
 
 # --------------------------------------------------------------------------- пробелы

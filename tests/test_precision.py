@@ -70,6 +70,49 @@ def test_strict_mode_raises_check_failed(monkeypatch):
         precision.check_bfloat16(None)
 
 
+def test_a_cell_waiting_for_the_unloaded_model_stops_with_one_russian_line():
+    """Ячейка загрузки отказалась работать: ячейки ниже говорят, что ждут задания 1."""
+    model = precision.NOT_LOADED
+    for use in (
+        lambda: model.backbone.get_layer("decoder_block_0"),
+        lambda: model.summary(),
+        lambda: setattr(model, "compile", None),
+        lambda: model(),
+    ):
+        with pytest.raises(precision.WaitingForModel) as stop:
+            use()
+        [line] = stop.value._render_traceback_()
+        assert line.startswith("Модель ещё не загружена") and "задание 1" in line
+        assert "WEIGHTS_DTYPE" in line
+    assert "ещё не загружена" in repr(model)
+    assert getattr(model, "graded", None) is None and not hasattr(model, "backbone")
+
+
+@pytest.mark.parametrize("check", [precision.check_bfloat16, precision.check_lora])
+def test_checks_of_the_unloaded_model_say_what_they_wait_for(check, monkeypatch):
+    result = check(precision.NOT_LOADED)
+    assert not result.passed and result.headline == precision.NOT_LOADED.message
+    monkeypatch.setenv("FEEDBACK_STRICT", "1")
+    with pytest.raises(CheckFailed, match="задание 1"):
+        check(precision.NOT_LOADED)
+
+
+@pytest.mark.parametrize("check", [precision.check_bfloat16, precision.check_lora])
+def test_grading_sees_the_unloaded_model_as_the_learners_problem(check):
+    """При оценивании зонд снимает наблюдение с заглушки: это ответ «не сделано», не сбой."""
+    from feedback.engine.graded import roundtrip
+
+    spec = check.graded
+    envelope = roundtrip(spec.observe_envelope(lambda: (precision.NOT_LOADED,), {}))
+    assert envelope == {"problem": {"headline": precision.NOT_LOADED.message, "details": []}}
+    assert not spec.judge_envelope(envelope, {}).passed
+
+
+def test_lora_count_report_of_the_unloaded_model_says_what_it_waits_for():
+    report = precision.lora_count_report(lambda *sizes: 0, precision.NOT_LOADED)
+    assert report == f"Сверить не с чем: {precision.NOT_LOADED.message}"
+
+
 def test_parameter_counts_rejects_non_models():
     with pytest.raises(TypeError, match="строка"):
         precision.parameter_counts("model")

@@ -4,7 +4,9 @@
 выполненная проверка показывает красный русский вердикт без трассировки. Упасть может
 только ячейка, которая сама отказывается работать без выполненного задания (загрузка
 модели в 7.5 без выбранного типа весов), и только с коротким русским сообщением: на ней
-«Run all» останавливается, как в Jupyter и Colab.
+«Run all» останавливается, как в Jupyter и Colab. Если учащийся выполняет ячейки и дальше,
+каждая, которой нужна незагруженная модель, говорит одной русской строкой, что ждёт
+задания 1, а не показывает английскую трассировку ``NameError``.
 """
 
 from __future__ import annotations
@@ -24,20 +26,31 @@ LABS = sorted(path.name for path in (ROOT / "notebooks").iterdir() if path.is_di
 RUSSIAN = re.compile("[а-яё]{4,}")
 
 
-@pytest.fixture(scope="module", params=LABS)
-def executed_student_notebook(request):
-    path = ROOT / "notebooks" / request.param / f"{request.param}.ipynb"
-    nb = run_notebook(path, run_all=True)
-    nb.metadata["course7_lab"] = request.param
-    return nb
-
-
 #: Где «Run all» нетронутой тетрадки останавливается: ячейка, которая отказывается работать
-#: без выполненного задания, — ошибка и что говорят две первые строки её сообщения.
+#: без выполненного задания, — ошибка и что говорят две первые строки её сообщения; затем —
+#: ошибка ячеек ниже, которые ждут того же задания.
 REFUSALS = {
     # 7.5: тип весов не выбран — загрузка отказывается сразу, float32 не грузится.
-    "lab_7_5_bfloat16_lora": ("WeightsDtypeError", "Модель не загружена", "ещё не выбран"),
+    "lab_7_5_bfloat16_lora": (
+        "WeightsDtypeError",
+        "Модель не загружена",
+        "ещё не выбран",
+        "WaitingForModel",
+    ),
 }
+
+
+@pytest.fixture(scope="module", params=LABS)
+def executed_student_notebook(request):
+    """Тетрадка после «Run all»; та, где он останавливается, — и после ячеек ниже остановки.
+
+    Ячейки до первой ошибки те же, что после «Run all»; дальше — как у учащегося, который
+    после остановки выполняет ячейки по одной. Второй прогон той же тетрадки не нужен.
+    """
+    path = ROOT / "notebooks" / request.param / f"{request.param}.ipynb"
+    nb = run_notebook(path, run_all=request.param not in REFUSALS)
+    nb.metadata["course7_lab"] = request.param
+    return nb
 
 
 def test_only_a_refusal_in_russian_can_stop_run_all(executed_student_notebook):
@@ -52,14 +65,40 @@ def test_only_a_refusal_in_russian_can_stop_run_all(executed_student_notebook):
     if lab not in REFUSALS:
         assert errors == []
         return
-    (error,) = errors
-    name, first, second = REFUSALS[lab]
+    error = errors[0]  # на нём «Run all» остановился; ошибки ниже — в следующем тесте
+    name, first, second, _ = REFUSALS[lab]
     assert error.ename == name
     assert first in error.traceback[0] and second in error.traceback[1]
     text = "\n".join(error.traceback)
     assert RUSSIAN.search(text) and "Traceback" not in text
     shown = "\n".join(outputs_text(cell) for cell in executed_student_notebook.cells)
     assert "Total params" not in shown  # model.summary() не выполнялся: модели нет
+
+
+def test_cells_below_the_stop_say_in_one_russian_line_what_they_wait_for(
+    executed_student_notebook,
+):
+    lab = executed_student_notebook.metadata["course7_lab"]
+    if lab not in REFUSALS:
+        return
+    cells = executed_student_notebook.cells
+    errors = [(i, o) for i, cell in enumerate(cells) for o in cell.get("outputs", [])]
+    errors = [(i, output) for i, output in errors if output.output_type == "error"]
+    stop = errors[0][0]
+    for _, error in errors[1:]:  # ячейки курса: одна русская строка, а не NameError
+        assert error.ename == REFUSALS[lab][3], error.ename
+        [line] = error.traceback
+        assert RUSSIAN.search(line) and "задание 1" in line
+    # Каждая ячейка ниже, которой нужна модель, — и проверки, и код курса, и заготовка
+    # учащегося — говорит, что модель ещё не загружена.
+    needs_model = [
+        cell
+        for cell in cells[stop + 1 :]
+        if cell.cell_type == "code" and re.search(r"\bmodel\b", cell.source)
+    ]
+    assert len(needs_model) >= 6, [cell.source for cell in needs_model]
+    for cell in needs_model:
+        assert "ещё не загружена" in outputs_text(cell), cell.source
 
 
 def test_every_check_shows_a_red_russian_verdict(executed_student_notebook):
@@ -79,7 +118,14 @@ NOT_DONE = {
     "lab_7_2_training_flops": ("ещё не реализована", "ещё не заполнена", "осталось «…»"),
     "lab_7_3_memory_wall": ("ещё не заполнено",),
     "lab_7_4_gpu_memory": ("ещё не реализована",),
-    "lab_7_5_bfloat16_lora": ("ещё не выбран", "ещё не посчитана"),
+    # После остановки: модели нет, функция не написана, параметры AdamW не переданы.
+    "lab_7_5_bfloat16_lora": (
+        "ещё не выбран",
+        "ещё не посчитана",
+        "ещё не загружена",
+        "ещё не реализована",
+        "не передан",
+    ),
 }
 
 

@@ -81,7 +81,7 @@ def test_added_helper_cells_stay_in_place_and_edits_of_fixed_cells_are_dropped()
     assert assembled.roles[position] == "added"
     assert sources[position + 1].startswith("def compute_num_flops")
     assert "ПОЧТИ" not in "".join(sources)
-    assert sources.count("flops.check_final_results(final_results_data)") == 1
+    assert sources.count("flops.check_final_results(final_results_data, compute_num_flops)") == 1
     assert "flops.check_compute_num_flops(compute_num_flops)" in sources
 
 

@@ -8,17 +8,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-from feedback.workspace import MANIFEST, describe, sync
+from feedback.workspace import (
+    EXTRA_MODULES,
+    MANIFEST,
+    PACKAGE_NAMES,
+    describe,
+    lab_extras,
+    sync,
+)
 
 from notebook_runner import ROOT
 
 LABS = sorted(p.name for p in (ROOT / "notebooks").iterdir() if p.is_dir())
 
 
-def notebook(text: str) -> str:
-    """Крошечная тетрадка с одной ячейкой кода ``text``."""
+def notebook(text: str, extra: str | None = None) -> str:
+    """Крошечная тетрадка с одной ячейкой кода ``text``; ``extra`` — дополнение пакета."""
     cell = {"cell_type": "code", "metadata": {}, "source": text, "outputs": []}
-    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    metadata = {"course7": {"extra": extra}} if extra else {}
+    return json.dumps({"cells": [cell], "metadata": metadata, "nbformat": 4, "nbformat_minor": 5})
 
 
 def release(tmp_path: Path) -> Path:
@@ -42,6 +50,70 @@ def test_first_run_copies_every_real_lab_with_its_files(tmp_path):
             if src.is_file():
                 assert (work / lab / src.name).read_bytes() == src.read_bytes()
     assert "Добавлены лабораторные: lab_7_1_compare_models" in describe(report)
+
+
+def test_gpu_labs_are_not_copied_where_their_packages_are_missing(tmp_path):
+    """make lab LAB_EXTRAS=lab: без keras тетрадка 7.5 упала бы на первом import keras."""
+    work = tmp_path / "my-labs"
+    gpu_labs = [lab for lab in LABS if "gpu" in lab_extras(ROOT / "notebooks" / lab)]
+    assert gpu_labs == [
+        "lab_7_1_compare_models",
+        "lab_7_3_memory_wall",
+        "lab_7_5_bfloat16_lora",
+        "lab_7_6_gradient_accumulation",
+    ]
+
+    report = sync(ROOT / "notebooks", work, available=lambda name: name not in ("keras",))
+
+    assert report.added == [lab for lab in LABS if lab not in gpu_labs]
+    assert report.skipped == {lab: ["keras"] for lab in gpu_labs}
+    assert not any((work / lab).exists() for lab in gpu_labs)
+    text = describe(report)
+    assert "Не скопированы: " + ", ".join(gpu_labs) + ". Им нужны keras" in text
+    assert "make lab без LAB_EXTRAS" in text and "Colab" in text
+
+    # Поставили пакеты — следующий make lab добавляет эти лабораторные, не трогая остальные.
+    again = sync(ROOT / "notebooks", work, available=lambda name: True)
+    assert again.added == gpu_labs and not again.skipped and not again.updates
+
+
+def test_a_copied_gpu_lab_is_kept_and_updated_without_its_packages(tmp_path):
+    rel, work = release(tmp_path), tmp_path / "my-labs"
+    (rel / "lab_b" / "lab_b.ipynb").write_text(notebook("# GPU", extra="gpu"), encoding="utf-8")
+    sync(rel, work)
+    (rel / "lab_b" / "lab_b.ipynb").write_text(notebook("# GPU 2", extra="gpu"), encoding="utf-8")
+
+    report = sync(rel, work, available=lambda name: False)
+
+    assert not report.skipped and report.kept == ["lab_a", "lab_b"]
+    assert [update.beside for update in report.updates] == ["lab_b/lab_b.new.ipynb"]
+
+
+def test_modules_of_the_gpu_labs_come_with_the_default_make_lab():
+    """Модули, которых ждёт рабочая копия, ставит make lab по умолчанию (LAB_EXTRAS=lab,tiny)."""
+    import re
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    extras = re.search(r"^LAB_EXTRAS \?= (.+)$", makefile, re.M)[1].split(",")
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+
+    def requirements(extra):
+        for item in map(Requirement, optional[extra]):
+            if item.name == "course7-feedback":
+                for inner in item.extras:
+                    yield from requirements(inner)
+            else:
+                yield item.name.lower()
+
+    installed = {name for extra in extras for name in requirements(extra)}
+    for modules in EXTRA_MODULES.values():
+        for module in modules:
+            assert PACKAGE_NAMES.get(module, module) in installed, module
 
 
 def test_data_files_are_copied_and_checkpoints_are_not(tmp_path):

@@ -206,22 +206,36 @@ def roundtrip(envelope: Envelope) -> Envelope:
     return json.loads(json.dumps(envelope, ensure_ascii=False, allow_nan=False))
 
 
+class _OptionalObject:
+    """Значение по умолчанию необязательного объекта учащегося (:data:`OPTIONAL`)."""
+
+    def __repr__(self) -> str:
+        return "OPTIONAL"
+
+
+#: Значение по умолчанию у аргумента проверки, который — объект учащегося, но может и не
+#: передаваться: ``check_final_results(rows, fn=OPTIONAL)``. Так ячейка-тест старого выпуска
+#: без этого объекта работает и с новым пакетом.
+OPTIONAL: Any = _OptionalObject()
+
+
 def split_arguments(
     signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Аргументы вызова проверки → (объекты учащегося, параметры проверки).
 
-    Объекты — обязательные аргументы (модель, функция, список); параметры — аргументы
-    со значением по умолчанию (``rank=4``, ``cases=…``), переданные явно.
-    Неверный вызов даёт ту же ``TypeError``, что и у обычной функции.
+    Объекты — обязательные аргументы (модель, функция, список) и переданные необязательные
+    объекты (по умолчанию :data:`OPTIONAL`); параметры — аргументы со значением по умолчанию
+    (``rank=4``, ``cases=…``), переданные явно. Неверный вызов даёт ту же ``TypeError``, что
+    и у обычной функции.
     """
     bound = signature.bind(*args, **kwargs)
     required = [
         name
         for name, parameter in signature.parameters.items()
-        if parameter.default is inspect.Parameter.empty
+        if parameter.default is inspect.Parameter.empty or parameter.default is OPTIONAL
     ]
-    objects = tuple(bound.arguments[name] for name in required)
+    objects = tuple(bound.arguments[name] for name in required if name in bound.arguments)
     params = {name: value for name, value in bound.arguments.items() if name not in required}
     return objects, params
 
