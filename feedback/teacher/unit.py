@@ -53,8 +53,8 @@ from feedback.teacher.assemble import (
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, cache_root, tiny_model_cache
 from feedback.teacher.execute import Execution, execute
 from feedback.teacher.learner_outputs import marker, submitted
-from feedback.teacher.results import Job, TaskOutcome, UnitResult
-from feedback.teacher.review import Finding, course_modules, scan
+from feedback.teacher.results import Finding, Job, TaskOutcome, UnitResult
+from feedback.teacher.review import course_modules, scan
 from feedback.teacher.safe_html import SafeMarkdown, clean_notebook, code_span, markdown_text
 from feedback.teacher.score import judge_cell, task_score, verdict_output
 
