@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from feedback.qa_data import load_local_qa
+from feedback.qa_local import load_local_qa
 from feedback.settings import CACHE_DIR, default_keras_backend
 
 # Меняйте при любом изменении способа сборки: от версии зависит каталог кэша.
