@@ -10,14 +10,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import dataclass
 
 from feedback.formatting import bytes_to_gb, format_gib, format_number, format_plain, plural
 from feedback.gpu.tiny_gemma import BACKBONE_CONFIG
-from feedback.settings import default_keras_backend
+from feedback.settings import GPU_CHECK_XLA, default_keras_backend, set_defaults
 
 #: Оптимизатор AdamW лабораторной 7.5 (те же числа тетрадка 7.6 показывает открыто) — тот же,
 #: что ждут их проверки. Эталон этих чисел — feedback/answers/accumulation.py: GPU-среда
@@ -96,9 +95,7 @@ def estimate_lora_training(
 
 def _setup_environment() -> None:
     default_keras_backend()
-    os.environ.setdefault("XLA_FLAGS", "--xla_gpu_enable_command_buffer=")
-    # Без предвыделения JAX честно считает пиковую память.
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    set_defaults(GPU_CHECK_XLA)
 
 
 def _gpu_device():
