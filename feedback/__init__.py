@@ -34,8 +34,10 @@ GPU-лабораторных импортируют тяжёлые библио�
   вердикту, и в песочнице оценивания этой папки нет (код учащегося её не видит);
 - :mod:`feedback.teacher` — выпуск тетрадок и оценивание (``make release``, ``make grade``).
 
-Рядом: :mod:`feedback.settings` (все переменные окружения курса), :mod:`feedback.workspace`
-(рабочая копия ``my-labs/``), :mod:`feedback.kernel_guard` (присмотр за ядром оценивания).
+Рядом: :mod:`feedback.settings` (все переменные окружения курса), :mod:`feedback.qa_local`
+(наш набор вопросов-ответов в пакете), :mod:`feedback.workspace` (рабочая копия ``my-labs/``),
+:mod:`feedback.kernel_guard` (присмотр за ядром оценивания). Кто кого может импортировать —
+``tests/test_import_graph.py``.
 """
 
 from feedback.engine.result import CheckFailed, CheckResult, strict_mode

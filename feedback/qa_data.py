@@ -21,56 +21,22 @@ from typing import Any
 from feedback.formatting import plural
 from feedback.gpu.notice import show_notice
 from feedback.gpu.tiny_mode import is_tiny_mode
+
+# Схема и наш набор — в feedback.qa_local (его читает и крошечная Gemma); имена — и отсюда.
+from feedback.qa_local import COLUMNS as COLUMNS
+from feedback.qa_local import LOCAL_QA_FILE as LOCAL_QA_FILE
+from feedback.qa_local import QADataError as QADataError
+from feedback.qa_local import load_local_qa, normalize_rows
 from feedback.settings import CACHE_DIR, OFFLINE
 
 QA_URL = (
     "https://storage.googleapis.com/dm-educational/assets/ai_foundations/africa_galore_qa_v2.json"
 )
-COLUMNS = ("category", "name", "question", "answer")
-LOCAL_QA_FILE = Path(__file__).resolve().parent / "data" / "africa_qa_mini.json"
 OFFLINE_ENV_VAR = OFFLINE.name
 DEFAULT_TIMEOUT_S = 5.0
 
 START_OF_TURN = "<start_of_turn>"
 END_OF_TURN = "<end_of_turn>"
-
-
-class QADataError(ValueError):
-    """Файл с вопросами и ответами не похож на набор Africa Galore QA."""
-
-
-def normalize_rows(raw: Any) -> list[dict[str, str]]:
-    """Приводит JSON к списку словарей и проверяет, что есть все нужные столбцы.
-
-    Понимает список записей, словарь ``{"data": [...]}`` и формат pandas
-    ``orient="columns"`` (``{"question": {"0": ...}, ...}``).
-    """
-    if isinstance(raw, Mapping):
-        for key in ("data", "records", "rows"):
-            if isinstance(raw.get(key), list):
-                raw = raw[key]
-                break
-        else:
-            if all(isinstance(raw.get(column), Mapping) for column in COLUMNS):
-                index = list(raw[COLUMNS[0]].keys())
-                raw = [{column: raw[column][i] for column in raw} for i in index]
-    if not isinstance(raw, list) or not raw:
-        raise QADataError("ожидался непустой список записей с вопросами и ответами")
-    rows = []
-    for number, item in enumerate(raw):
-        if not isinstance(item, Mapping):
-            raise QADataError(f"запись {number} — не словарь")
-        missing = [column for column in COLUMNS if column not in item]
-        if missing:
-            raise QADataError(f"в записи {number} нет столбцов: {', '.join(missing)}")
-        rows.append({key: str(value) for key, value in item.items()})
-    return rows
-
-
-def load_local_qa(path: str | os.PathLike | None = None) -> list[dict[str, str]]:
-    """Читает наш собственный набор из пакета (работает и из репозитория, и после установки)."""
-    path = Path(path) if path else LOCAL_QA_FILE
-    return normalize_rows(json.loads(path.read_text(encoding="utf-8")))
 
 
 def default_qa_cache_dir(env: Mapping[str, str] | None = None) -> Path:

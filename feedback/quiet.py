@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import MutableMapping
 
-from feedback.settings import LIBRARY_LOGS
+from feedback.settings import LIBRARY_LOGS, QUIET_TENSORFLOW, set_defaults
 
 SHOW_ENV_VAR = LIBRARY_LOGS.name
 
@@ -177,7 +177,7 @@ def hide_library_chatter(env: MutableMapping[str, str] | None = None) -> bool:
     Возвращает, работает ли фильтр (``False`` при ``COURSE7_LIBRARY_LOGS=1``).
     """
     env = os.environ if env is None else env
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    set_defaults(QUIET_TENSORFLOW, env)
     try:
         import sentencepiece
 

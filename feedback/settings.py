@@ -331,11 +331,57 @@ VARIABLES: dict[str, Variable] = {
 }
 
 
+# --------------------------------------------------------------------------- сторонние библиотеки
+#
+# Переменные окружения Keras, TensorFlow, JAX, XLA и CUDA, которые курс задаёт сам, с их
+# значениями — только здесь: модули берут их отсюда (tests/test_settings.py). Пути, которые
+# зависят от запуска (кэш компиляции JAX, домашняя папка ядра), задаёт тот, кто создаёт папку;
+# тетрадки задают свои переменные в тексте лабораторной.
+
+#: Keras 3 считает на JAX, как в тетрадках GPU-лабораторных (действует до первого import keras).
+KERAS_ON_JAX = {"KERAS_BACKEND": "jax"}
+#: TensorFlow не печатает при импорте служебных сообщений C++ (CUDA, XLA).
+QUIET_TENSORFLOW = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+#: JAX только на процессоре (ядра оценивания).
+JAX_ON_CPU = {"JAX_PLATFORMS": "cpu"}
+#: Видеокарты не видно вовсе (сборка крошечной Gemma не занимает её память).
+CPU_ONLY = {**JAX_ON_CPU, "CUDA_VISIBLE_DEVICES": ""}
+#: make gpu-check: без командных буферов XLA (как в тетрадках) и без предвыделения памяти —
+#: тогда JAX честно показывает пиковую память.
+GPU_CHECK_XLA = {
+    "XLA_FLAGS": "--xla_gpu_enable_command_buffer=",
+    "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+}
+#: Кэш компиляции JAX у ядер оценивания и тестов: кэшировать любые компиляции XLA, даже короткие
+#: и маленькие (у крошечной модели все такие), но без кэшей самого XLA — их путь входит в ключ,
+#: и копия кэша в другой папке не совпала бы.
+JAX_COMPILATION_CACHE_ENV = {
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none",
+}
+#: Все переменные сторонних библиотек, которые задаёт курс.
+LIBRARY_VARIABLES = {
+    **KERAS_ON_JAX,
+    **QUIET_TENSORFLOW,
+    **CPU_ONLY,
+    **GPU_CHECK_XLA,
+    **JAX_COMPILATION_CACHE_ENV,
+}
+
+
+def set_defaults(values: Mapping[str, str], env: MutableMapping[str, str] | None = None) -> None:
+    """Задаёт переменные ``values``, которых ещё нет в ``env`` (по умолчанию — ``os.environ``)."""
+    env = os.environ if env is None else env
+    for name, value in values.items():
+        env.setdefault(name, value)
+
+
 def default_keras_backend(env: MutableMapping[str, str] | None = None) -> None:
     """Keras на JAX по умолчанию: ``KERAS_BACKEND=jax``, если keras ещё не импортирован и
     бэкенд не выбран явно (после импорта keras переменная уже ничего не меняет)."""
     if "keras" not in sys.modules:
-        (os.environ if env is None else env).setdefault("KERAS_BACKEND", "jax")
+        set_defaults(KERAS_ON_JAX, env)
 
 
 def table() -> str:

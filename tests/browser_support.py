@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from feedback.settings import CHROMIUM, REQUIRE_BROWSER
+
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / ".course-work" / "screenshots"
 
@@ -44,11 +46,11 @@ CHROMIUM_FLAGS = [
 
 def find_chromium() -> str | None:
     """Путь к Chromium: ``COURSE7_CHROMIUM``, затем /usr/bin/chromium и ``PATH``."""
-    candidates = [os.environ.get("COURSE7_CHROMIUM"), "/usr/bin/chromium"]
+    candidates = [CHROMIUM.read(), "/usr/bin/chromium"]
     candidates += [shutil.which(name) for name in ("chromium", "chromium-browser")]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
-            return candidate
+            return str(candidate)
     return None
 
 
@@ -207,7 +209,7 @@ def chromium_or_skip(what: str) -> str:
     без пакета playwright (extra dev) падает всегда.
     """
     chromium = find_chromium()
-    if chromium is None and os.environ.get("COURSE7_REQUIRE_BROWSER") == "1":
+    if chromium is None and REQUIRE_BROWSER.read() is True:
         pytest.fail(f"Chromium не найден, а COURSE7_REQUIRE_BROWSER=1 требует {what}")
     if chromium is None:
         pytest.skip(

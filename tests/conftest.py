@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from feedback.settings import REQUIRE_SANDBOX
+
 from notebook_runner import ROOT
 
 #: Фикстуры, которые запускают ядро, песочницу, браузер, JupyterLab или formgrader, окружение
@@ -182,7 +184,7 @@ class GradedClass:
 @pytest.fixture(scope="session")
 def sandbox():
     """Оценивание без bubblewrap на Linux не начинается: без него тест пропускается (не в CI)."""
-    if shutil.which("bwrap") is None and not os.environ.get("COURSE7_REQUIRE_SANDBOX"):
+    if shutil.which("bwrap") is None and REQUIRE_SANDBOX.read() is not True:
         pytest.skip("нет bubblewrap (make sandbox или sudo apt-get install bubblewrap)")
 
 

@@ -6,17 +6,17 @@
 Нужен только keras (без keras_hub): модели — один слой Dense.
 """
 
-import os
 import re
 import time
 
 import numpy as np
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
-
 from feedback import CheckFailed, accumulation
 from feedback.answers.accumulation import literal
+from feedback.settings import default_keras_backend
+
+default_keras_backend()  # Keras на JAX, как в тетрадках: до первого import keras
 
 #: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
 #: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.

@@ -13,7 +13,6 @@ Markdown и таблицы, красные вердикты в тетрадке 
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import nbformat
@@ -24,7 +23,7 @@ from browser_support import (
     ROOT,
     SCREENSHOTS,
     cell_summaries,
-    find_chromium,
+    chromium_or_skip,
     jupyter_lab,
     open_notebook,
     run_all_cells,
@@ -59,16 +58,7 @@ def graded_indices(path) -> list[int]:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab над временной копией notebooks/ и Chromium, которым управляет Playwright."""
-    chromium = find_chromium()
-    if chromium is None and os.environ.get("COURSE7_REQUIRE_BROWSER") == "1":
-        pytest.fail("Chromium не найден, а COURSE7_REQUIRE_BROWSER=1 требует браузерный тест")
-    if chromium is None:
-        pytest.skip(
-            "Chromium не найден: нет /usr/bin/chromium (поставьте `apt-get install chromium` "
-            "или запустите .ci/install-browser) — браузерный тест JupyterLab не выполнялся"
-        )
-    if sync_playwright is None:
-        pytest.fail("нет пакета playwright: обновите окружение (`make env`, extra dev)")
+    chromium = chromium_or_skip("браузерный тест JupyterLab")
 
     work = tmp_path_factory.mktemp("browser")
     root = work / "notebooks"

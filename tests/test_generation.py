@@ -15,12 +15,13 @@ import os
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
-
 from feedback import CheckFailed, generation
 from feedback.generation import sampling
+from feedback.settings import default_keras_backend
 
 from notebook_runner import ROOT
+
+default_keras_backend()  # Keras на JAX, как в тетрадках: до первого import keras
 
 #: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
 #: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.

@@ -2,6 +2,7 @@
 
 import pytest
 
+from feedback.answers.accumulation import LAB_HYPERPARAMETERS, LR_LAB_7_5
 from feedback.gpu import check as gpu_check
 
 #: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
@@ -25,6 +26,11 @@ def test_estimate_uses_lab_7_4_formulas():
     assert estimate.items["Состояние Adam для LoRA"] == pytest.approx(2 * 4e6 * 4 / gib)
     assert "Буфер накопления (float32)" in estimate.items
     assert estimate.total == pytest.approx(sum(estimate.items.values()))
+
+
+def test_the_optimizer_is_the_one_the_lab_checks_expect():
+    """GPU-среда эталонов не импортирует: её копия оптимизатора 7.5 сверяется с эталоном здесь."""
+    assert gpu_check.LAB_OPTIMIZER == {"learning_rate": LR_LAB_7_5, **LAB_HYPERPARAMETERS}
 
 
 def test_without_gpu_it_says_it_did_not_run(capsys, monkeypatch):

@@ -5,16 +5,16 @@ Gemma 3 одну эпоху с монитором. Зерно задаём ДО 
 падает с NotFoundError ресурса SentencePiece (см. tests/test_tiny_gemma.py).
 """
 
-import os
-
 import matplotlib
 import pytest
 
 matplotlib.use("Agg")
-os.environ.setdefault("KERAS_BACKEND", "jax")
 
 from feedback import monitor
 from feedback.qa_data import format_question
+from feedback.settings import default_keras_backend
+
+default_keras_backend()  # Keras на JAX, как в тетрадках: до первого import keras
 
 #: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
 #: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.

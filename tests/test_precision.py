@@ -6,16 +6,16 @@ SentencePiece в TensorFlow (см. tests/test_tiny_gemma.py).
 """
 
 import math
-import os
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
-
 from feedback import CheckFailed, precision
 from feedback.gpu.tiny_gemma import tiny_preset_path
+from feedback.settings import default_keras_backend
 
 from bad_functions import BAD_FUNCTIONS
+
+default_keras_backend()  # Keras на JAX, как в тетрадках: до первого import keras
 
 #: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
 #: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.

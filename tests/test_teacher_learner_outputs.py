@@ -1,6 +1,7 @@
 """Сданный вывод учащегося: только безопасное, не больше предела и с пометкой."""
 
-from feedback.teacher.learner_outputs import CELL_LIMIT, submitted
+from feedback.teacher.learner_outputs import submitted
+from feedback.teacher.settings import CPU_LIMITS
 
 
 def test_submitted_outputs_are_marked_filtered_and_cleaned():
@@ -23,9 +24,12 @@ def test_submitted_outputs_are_marked_filtered_and_cleaned():
 
 def test_nothing_to_show_gives_no_marker_and_huge_output_is_cut():
     assert submitted(None, "x") == [] and submitted([{"output_type": "weird"}], "x") == []
-    huge = [{"output_type": "stream", "name": "stdout", "text": "я" * (CELL_LIMIT + 10)}]
+    limit = CPU_LIMITS.submitted_output_chars
+    huge = [{"output_type": "stream", "name": "stdout", "text": "я" * (limit + 10)}]
     shown = submitted(huge, "x")
     assert "обрезано" in shown[-1].text and len(shown) == 2
+    # Предел — бюджет работы (Limits.submitted_output_chars): с большим вывод целиком.
+    assert submitted(huge, "x", limit=2 * limit)[1].text == huge[0]["text"]
 
 
 def test_a_submitted_image_cannot_break_out_of_its_attribute():

@@ -9,8 +9,7 @@ from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from feedback.teacher import unit
 from feedback.teacher.execute import Execution
-from feedback.teacher.results import Job
-from feedback.teacher.review import Finding
+from feedback.teacher.results import Finding, Job
 from feedback.teacher.safe_html import code_span, markdown_text
 from feedback.teacher.settings import CPU_LIMITS
 

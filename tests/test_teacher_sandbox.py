@@ -1,7 +1,6 @@
 """Песочница ядра: что код учащегося видит, что может и где его останавливают бюджеты."""
 
 import asyncio
-import os
 import shutil
 import socket
 import time
@@ -9,6 +8,7 @@ import time
 import nbformat
 import pytest
 
+from feedback.settings import REQUIRE_SANDBOX
 from feedback.teacher import sandbox
 from feedback.teacher.execute import execute
 from feedback.teacher.sandbox import Limits, SandboxUnavailable, parse_size, sandbox_mode
@@ -19,7 +19,7 @@ from notebook_runner import ROOT
 pytestmark = pytest.mark.slow
 BWRAP = shutil.which("bwrap") is not None
 needs_bwrap = pytest.mark.skipif(
-    not BWRAP and not os.environ.get("COURSE7_REQUIRE_SANDBOX"), reason="нет bubblewrap"
+    not BWRAP and REQUIRE_SANDBOX.read() is not True, reason="нет bubblewrap"
 )
 FAST = Limits(notebook_seconds=60, cell_seconds=20, memory_bytes=400 * 1024**2)
 

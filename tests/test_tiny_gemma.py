@@ -6,14 +6,14 @@
 """
 
 import hashlib
-import os
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
-
 from feedback.gpu import tiny_gemma
+from feedback.settings import default_keras_backend
+
+default_keras_backend()  # Keras на JAX, как в тетрадках: до первого import keras
 
 #: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
 #: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.

@@ -10,14 +10,25 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import dataclass
 
 from feedback.formatting import bytes_to_gb, format_gib, format_number, format_plain, plural
 from feedback.gpu.tiny_gemma import BACKBONE_CONFIG
-from feedback.settings import default_keras_backend
+from feedback.settings import GPU_CHECK_XLA, default_keras_backend, set_defaults
+
+#: Оптимизатор AdamW лабораторной 7.5 (те же числа тетрадка 7.6 показывает открыто) — тот же,
+#: что ждут их проверки. Эталон этих чисел — feedback/answers/accumulation.py: GPU-среда
+#: эталонов не импортирует, а совпадение с ним проверяет tests/test_gpu_check.py.
+LAB_OPTIMIZER = {
+    "learning_rate": 5e-5,
+    "weight_decay": 0.01,
+    "beta_1": 0.9,
+    "beta_2": 0.95,
+    "epsilon": 1e-6,
+    "clipnorm": 0.5,
+}
 
 #: Конфигурации Gemma 3 (текстовые) для keras_hub.models.Gemma3Backbone. Переключатели
 #: архитектуры (нормы, скользящее окно, GQA) — те же, что у крошечной модели курса.
@@ -84,9 +95,7 @@ def estimate_lora_training(
 
 def _setup_environment() -> None:
     default_keras_backend()
-    os.environ.setdefault("XLA_FLAGS", "--xla_gpu_enable_command_buffer=")
-    # Без предвыделения JAX честно считает пиковую память.
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    set_defaults(GPU_CHECK_XLA)
 
 
 def _gpu_device():
@@ -108,12 +117,8 @@ def run(config_name: str, steps: int, accumulation: int, seq_len: int, rank: int
     backbone = keras_hub.models.Gemma3Backbone(**config, dtype="bfloat16")
     model = keras_hub.models.Gemma3CausalLM(backbone=backbone, preprocessor=None)
     backbone.enable_lora(rank=rank)
-    from feedback.answers.accumulation import LAB_HYPERPARAMETERS, LR_LAB_7_5
-
-    # Оптимизатор лабораторных 7.5 и 7.6 — тот же, что ждут их проверки.
     optimizer = keras.optimizers.AdamW(
-        learning_rate=LR_LAB_7_5,
-        **LAB_HYPERPARAMETERS,
+        **LAB_OPTIMIZER,
         gradient_accumulation_steps=accumulation if accumulation > 1 else None,
     )
     model.compile(

@@ -28,8 +28,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from feedback.qa_data import load_local_qa
-from feedback.settings import CACHE_DIR, default_keras_backend
+from feedback.qa_local import load_local_qa
+from feedback.settings import (
+    CACHE_DIR,
+    CPU_ONLY,
+    KERAS_ON_JAX,
+    QUIET_TENSORFLOW,
+    default_keras_backend,
+    set_defaults,
+)
 
 # Меняйте при любом изменении способа сборки: от версии зависит каталог кэша.
 BUILDER_VERSION = 1
@@ -240,8 +247,8 @@ def _build_in_subprocess(preset_dir: Path) -> None:
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    env.update({"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""})
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    env.update({**KERAS_ON_JAX, **CPU_ONLY})
+    set_defaults(QUIET_TENSORFLOW, env)
     result = subprocess.run(
         [sys.executable, "-m", "feedback.gpu.tiny_gemma", str(preset_dir)],
         env=env,

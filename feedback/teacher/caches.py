@@ -11,17 +11,11 @@ from pathlib import Path
 
 from feedback.settings import GRADING_CACHE
 
-CACHE_ENV = GRADING_CACHE.name
+# Настройки кэша компиляции JAX — с другими переменными сторонних библиотек в feedback/settings.py;
+# ядра оценивания берут их отсюда, make test — командой ``python -m feedback.teacher.caches``.
+from feedback.settings import JAX_COMPILATION_CACHE_ENV as JAX_COMPILATION_CACHE_ENV
 
-#: Кэшировать любые компиляции XLA, даже короткие и маленькие (у крошечной модели все такие).
-#: Те же настройки у ядер оценивания и у тестов (make test читает их отсюда: ``python -m
-#: feedback.teacher.caches``).
-JAX_COMPILATION_CACHE_ENV = {
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-    # Без кэшей самого XLA: их путь входит в ключ, и копия кэша в другой папке не совпала бы.
-    "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none",
-}
+CACHE_ENV = GRADING_CACHE.name
 
 
 def cache_root(preferred: str | None = None) -> Path:

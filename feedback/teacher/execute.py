@@ -34,9 +34,6 @@ from feedback.teacher.sandbox import (
     watched_pids,
 )
 
-#: Запас сверх лимита ячейки, за который ядро должно ответить на прерывание.
-INTERRUPT_GRACE = 10.0
-
 TOO_DEEP_OUTPUT = "\n…вывод не показан: слишком глубокая вложенность JSON.\n"
 TRUNCATED = "\n…дальше вывод обрезан: он больше, чем помещается в отчёт.\n"
 
@@ -218,7 +215,9 @@ async def _run(
                 cut_by_budget = remaining < limits.cell_seconds
                 client.timeout = max(1, int(min(limits.cell_seconds, remaining)))
                 task = asyncio.ensure_future(client.async_execute_cell(cell, index))
-                done, _ = await asyncio.wait({task}, timeout=client.timeout + INTERRUPT_GRACE)
+                done, _ = await asyncio.wait(
+                    {task}, timeout=client.timeout + limits.interrupt_grace_seconds
+                )
                 if not done:
                     task.cancel()
                     status[index] = "timeout"

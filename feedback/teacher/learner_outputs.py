@@ -20,11 +20,10 @@ from typing import Any
 import nbformat
 
 from feedback.teacher.safe_html import clean_output_data
+from feedback.teacher.settings import CPU_LIMITS
 
 #: Что показываем из сданного вывода (остальное, в том числе JavaScript и виджеты, — нет).
 SHOWN_TYPES = ("text/html", "image/png", "image/jpeg", "text/plain")
-#: Предел сданного вывода на ячейку (символы): больше в отчёт не попадает.
-CELL_LIMIT = 512 * 1024
 
 LEARNER_MARK = (
     "<div class='course7-learner-output' style='margin:0.4em 0;padding:0.2em 0.6em;"
@@ -86,8 +85,11 @@ def _size(output: nbformat.NotebookNode) -> int:
     return sum(len(value) for value in output.data.values())
 
 
-def submitted(raw_outputs: Any, note: str) -> list[nbformat.NotebookNode]:
-    """Сданный вывод ячейки: пометка ``note`` и то, что безопасно показать, не больше предела."""
+def submitted(
+    raw_outputs: Any, note: str, limit: int = CPU_LIMITS.submitted_output_chars
+) -> list[nbformat.NotebookNode]:
+    """Сданный вывод ячейки: пометка ``note`` и то, что безопасно показать, — не больше
+    ``limit`` символов (:attr:`~feedback.teacher.settings.Limits.submitted_output_chars`)."""
     if not isinstance(raw_outputs, list):
         return []
     shown, used = [], 0
@@ -96,7 +98,7 @@ def submitted(raw_outputs: Any, note: str) -> list[nbformat.NotebookNode]:
         if output is None:
             continue
         used += _size(output)
-        if used > CELL_LIMIT:
+        if used > limit:
             shown.append(nbformat.v4.new_output("stream", name="stdout", text="…дальше обрезано\n"))
             break
         shown.append(output)

@@ -15,8 +15,17 @@ from typing import Any
 
 import nbformat
 
-from feedback.teacher.review import Finding
 from feedback.teacher.settings import Limits
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Место в коде учащегося, которое стоит посмотреть (:func:`feedback.teacher.review.scan`)."""
+
+    cell: str
+    line: int
+    code: str
+    reason: str
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:

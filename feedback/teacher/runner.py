@@ -34,10 +34,6 @@ from feedback.settings import UNITS_DIR
 from feedback.teacher.results import Job, UnitResult
 from feedback.teacher.unit import failed_result
 
-#: Сколько ещё подождать единицу сверх бюджета тетрадки (запуск ядра, сборка, вердикты).
-UNIT_GRACE_SECONDS = 120
-
-
 #: Что процесс-шаблон импортирует заранее: единицу и всё, что импортирует
 #: :mod:`feedback.teacher.grade`, — но не сам этот модуль. Под ``python -m
 #: feedback.teacher.grade`` (``make grade``) multiprocessing в каждом процессе единицы заново
@@ -88,7 +84,7 @@ def run_isolated(job: Job, units: Path | None = None) -> UnitResult:
     job = replace(job, unit_dir=str(folder / "unit"))
     job_file, result_file, log_file = folder / "job.json", folder / "result.json", folder / "log"
     job_file.write_text(json.dumps(job.to_json(), ensure_ascii=False), encoding="utf-8")
-    timeout = job.limits.notebook_seconds + UNIT_GRACE_SECONDS
+    timeout = job.limits.notebook_seconds + job.limits.unit_grace_seconds
     started = time.monotonic()
     try:
         if not _finished(job_file, result_file, log_file, timeout):

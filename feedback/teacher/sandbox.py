@@ -39,7 +39,15 @@ from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.provisioning import LocalProvisioner
 
 from feedback.kernel_template import Request
-from feedback.settings import GIB, MIB, RECORD_FD, SANDBOX
+from feedback.settings import (
+    GIB,
+    JAX_ON_CPU,
+    KERAS_ON_JAX,
+    MIB,
+    QUIET_TENSORFLOW,
+    RECORD_FD,
+    SANDBOX,
+)
 from feedback.settings import parse_size as parse_size  # для тех, кто импортирует её отсюда
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV
 from feedback.teacher.settings import Limits
@@ -257,8 +265,8 @@ def kernel_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
         "PYTHONSAFEPATH": "1",
         "PYTHONNOUSERSITE": "" if site.getusersitepackages() in sys.path else "1",
         "MALLOC_ARENA_MAX": "2",
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "JAX_PLATFORMS": "cpu",
+        **QUIET_TENSORFLOW,
+        **JAX_ON_CPU,
         # Ядро не следит за родителем: родитель в песочнице — init пространства процессов.
         "JPY_PARENT_PID": "1",
     }
@@ -275,7 +283,7 @@ def template_env(home: Path) -> dict[str, str]:
     импортированные библиотеки. Один поток OpenBLAS: иначе процесс заготовки многопоточен, а
     после ``fork`` многопоточного процесса потоков в копии нет, и вычисления ждали бы их вечно.
     """
-    extra = {"KERAS_BACKEND": "jax", "OPENBLAS_NUM_THREADS": "1", **JAX_COMPILATION_CACHE_ENV}
+    extra = {**KERAS_ON_JAX, "OPENBLAS_NUM_THREADS": "1", **JAX_COMPILATION_CACHE_ENV}
     return kernel_env(home, extra)
 
 

@@ -6,9 +6,11 @@ nbgrader_config.py, отчёты, выгрузка. Тесты и ``make bench``
 объектом, а не подменой констант модулей.
 
 Здесь же — бюджеты одной работы (:class:`Limits`): для лабораторных на процессоре
-(:data:`CPU_LIMITS`) и для GPU-лабораторных в учебном режиме (:data:`GPU_LIMITS`), — и то,
-как узнать GPU-лабораторную (:func:`is_gpu_lab`). Модуль лёгкий: только стандартная
-библиотека и реестр переменных.
+(:data:`CPU_LIMITS`) и для GPU-лабораторных в учебном режиме (:data:`GPU_LIMITS`), — пределы
+чтения работ (:class:`UploadLimits`) и то, как узнать GPU-лабораторную (:func:`is_gpu_lab`).
+Всё, что преподаватель может настроить, — здесь или в реестре переменных; константа модуля
+в остальном пакете — внутренний предел защиты, а не настройка (docs/development.md,
+«Правило настроек»). Модуль лёгкий: только стандартная библиотека и реестр переменных.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from feedback.settings import (
     GIB,
     GRADING_DIR,
     JOBS,
+    KIB,
     MEMORY_LIMIT,
     MIB,
     NOTEBOOK_TIMEOUT,
@@ -54,13 +57,21 @@ class Limits:
     notebook_seconds: float
     cell_seconds: float
     memory_bytes: int
-    output_bytes: int = 2 * MIB  # вывод одной ячейки, который попадёт в отчёт
-    total_output_bytes: int = 8 * MIB  # весь вывод тетрадки, который попадёт в отчёт
+    # Вывод в отчёте — два разных предела: то, что ячейка вывела при оценивании (байты, режется
+    # по ходу выполнения), и то, что было в сданной тетрадке учащегося (символы: его вывод
+    # показывается рядом, не перепроверенный, — в GPU-лабораторных и у невыполненных ячеек).
+    output_bytes: int = 2 * MIB  # вывод одной ячейки при оценивании, который попадёт в отчёт
+    total_output_bytes: int = 8 * MIB  # весь вывод тетрадки при оценивании в отчёте
+    submitted_output_chars: int = 512 * KIB  # сданный вывод одной ячейки, показанный в отчёте
     flood_bytes: int = 64 * MIB  # столько вывода — уже не работа, а флуд: ядро убивается
     disk_bytes: int = 256 * MIB
     files: int = 20_000  # файлов и папок: пустые файлы места не занимают, но память ядра ОС — да
     processes: int = 64
     call_seconds: float = float(CALL_TIMEOUT.default)  # один вызов функции учащегося в проверке
+    # Запасы времени сверх бюджетов: за них ядро должно ответить на прерывание ячейки, а
+    # единица — вернуться сверх бюджета тетрадки (запуск ядра, сборка, вердикты).
+    interrupt_grace_seconds: float = 10.0
+    unit_grace_seconds: float = 120.0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +84,21 @@ class Limits:
 #: Бюджеты по умолчанию: лабораторные на процессоре и GPU-лабораторные (учебный режим).
 CPU_LIMITS = Limits(notebook_seconds=180, cell_seconds=60, memory_bytes=int(1.5 * GIB))
 GPU_LIMITS = Limits(notebook_seconds=900, cell_seconds=600, memory_bytes=3 * GIB)
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """Пределы чтения работ из папки или архива LMS (:mod:`feedback.teacher.uploads`), байты.
+
+    Больше — строка ``problems.csv`` вместо работы, а не оборванное чтение.
+    """
+
+    notebook_bytes: int = 32 * MIB  # одна тетрадка (с картинками их несколько мегабайт)
+    archive_bytes: int = 2 * GIB  # всё прочитанное за один запуск: архив или папка целиком
+
+
+#: Пределы чтения работ по умолчанию.
+UPLOAD_LIMITS = UploadLimits()
 
 
 def is_gpu_lab(release: Mapping[str, Any]) -> bool:

@@ -53,10 +53,11 @@ from feedback.teacher.assemble import (
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, cache_root, tiny_model_cache
 from feedback.teacher.execute import Execution, execute
 from feedback.teacher.learner_outputs import marker, submitted
-from feedback.teacher.results import Job, TaskOutcome, UnitResult
-from feedback.teacher.review import Finding, course_modules, scan
+from feedback.teacher.results import Finding, Job, TaskOutcome, UnitResult
+from feedback.teacher.review import course_modules, scan
 from feedback.teacher.safe_html import SafeMarkdown, clean_notebook, code_span, markdown_text
 from feedback.teacher.score import judge_cell, task_score, verdict_output
+from feedback.teacher.settings import Limits
 
 
 def _note(role: str, title: str, lines: list[str]) -> nbformat.NotebookNode:
@@ -75,7 +76,9 @@ SUBMITTED = "Так было в сданной тетрадке учащегос
 NOT_RUN = "При оценивании эта ячейка не выполнялась"
 
 
-def _shown_outputs(executed: list[Any], submitted_raw: Any, skipped: bool, gpu: bool) -> list[Any]:
+def _shown_outputs(
+    executed: list[Any], submitted_raw: Any, skipped: bool, gpu: bool, limit: int
+) -> list[Any]:
     """Что показать в ячейке: вывод при оценивании и/или сданный учащимся — с пометкой.
 
     В GPU-лабораторных оценивание идёт на крошечной модели, поэтому рядом с её выводом
@@ -83,8 +86,8 @@ def _shown_outputs(executed: list[Any], submitted_raw: Any, skipped: bool, gpu: 
     сданный вывод.
     """
     if skipped:
-        return submitted(submitted_raw, f"{NOT_RUN}. {SUBMITTED}") or [marker(NOT_RUN)]
-    return [*executed, *(submitted(submitted_raw, SUBMITTED) if gpu else [])]
+        return submitted(submitted_raw, f"{NOT_RUN}. {SUBMITTED}", limit) or [marker(NOT_RUN)]
+    return [*executed, *(submitted(submitted_raw, SUBMITTED, limit) if gpu else [])]
 
 
 def kernel_caches(job: Job, unit_dir: Path) -> tuple[dict, list[str], list[str]]:
@@ -254,7 +257,7 @@ def execute_plan(work: Plan, job: Job) -> Execution:
 
 
 def judge(
-    work: Plan, execution: Execution, gpu: bool
+    work: Plan, execution: Execution, gpu: bool, limits: Limits
 ) -> tuple[dict[str, TaskOutcome], list[Finding]]:
     """Вердикты по наблюдениям (вне песочницы) и выводы в проверенной тетрадке.
 
@@ -276,6 +279,7 @@ def judge(
                 work.assembled.submitted_outputs.get(index),
                 skipped=index in work.skipped,
                 gpu=gpu,
+                limit=limits.submitted_output_chars,
             )
             cell.execution_count = executed.get("execution_count")
             continue
@@ -346,7 +350,7 @@ def run_unit(job: Job) -> UnitResult:
     """Выполняет задание единицы и возвращает её результат (см. модуль)."""
     work = plan(job)
     execution = execute_plan(work, job)
-    tests, review = judge(work, execution, job.gpu)
+    tests, review = judge(work, execution, job.gpu, job.limits)
     return annotate(work, job, execution, tests, review)
 
 

@@ -45,11 +45,12 @@ from feedback.teacher.names import (
     parse_lms_name,
     student_id,  # noqa: F401 — его берут отсюда
 )
+from feedback.teacher.settings import UPLOAD_LIMITS
 
-#: Больше этого тетрадка учащегося не бывает (с картинками — несколько мегабайт).
-MAX_NOTEBOOK_BYTES = 32 * 1024**2
-#: Предел прочитанного за один запуск: распакованный архив или папка целиком.
-MAX_ARCHIVE_BYTES = 2 * 1024**3
+#: Пределы одной тетрадки и всего прочитанного за запуск — настройка преподавателя
+#: (:class:`feedback.teacher.settings.UploadLimits`).
+MAX_NOTEBOOK_BYTES = UPLOAD_LIMITS.notebook_bytes
+MAX_ARCHIVE_BYTES = UPLOAD_LIMITS.archive_bytes
 #: Пределы JSON тетрадки (:func:`check_structure`). Выполненные эталонные решения курса:
 #: глубина 7–8, списков и словарей 144–438, значений 881–2295. Сотни уровней
 #: вложенности ломают рекурсивный разбор дальше (nbformat, json); на пределах списков и
