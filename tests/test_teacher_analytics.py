@@ -694,7 +694,7 @@ def test_summary_links_lists_and_lecture_notes(graded_class):
         assert not href.startswith(("/", "http", "javascript")), href
         assert (work / href.replace("&amp;", "&")).is_file(), href
     assert 'href="feedback_reports/h74_copy_original/' in page
-    assert "Ждут ручной проверки" in page and "h74_copy_renamed" in page
+    assert "Ждут преподавателя" in page and "h74_copy_renamed" in page
     notes = (work / analytics.MISTAKES_MD).read_text(encoding="utf-8")
     assert "## Лабораторная 7.4. Оцените память GPU" in notes
     assert "## Лабораторная 7.2. Оцените FLOPs обучения" in notes
