@@ -494,7 +494,7 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
         comment = gb.find_comment("reflection_scaling", LAB2, LAB2, "ivanov")
         assert comment.manual_comment == "Верно."
     grades = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
-    assert grades[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0"]
+    assert grades[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0", "0.0"]
     capsys.readouterr()
     with capsys.disabled():
         print(
