@@ -688,7 +688,7 @@ def test_summary_links_lists_and_lecture_notes(graded_class):
     work = graded_class.work
     page = (work / analytics.SUMMARY_HTML).read_text(encoding="utf-8")
     # Злое имя файла из problems.csv показано текстом, а не тегом.
-    assert "&lt;img src=x onerror=document.title=&#x27;PWNED&#x27;&gt;" in page
+    assert "&lt;img src=x onerror=document.title=&#39;PWNED&#39;&gt;" in page
     assert "<img src=x" not in page
     for href in re.findall(r'href="([^"#][^"]*)"', page):
         assert not href.startswith(("/", "http", "javascript")), href
