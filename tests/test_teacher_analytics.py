@@ -515,17 +515,65 @@ def test_mistakes_csv_keeps_rows_of_works_not_graded_now(tmp_path):
 
 def test_lecture_notes_list_the_top_three_known_mistakes_per_lab():
     stats = analytics.TaskStats(LAB2, "check_compute_num_flops", total=10, passed=2)
-    stats.mistakes.update(
-        {"flops.forward_only": 4, "flops.backward_only": 2, UNKNOWN: 5, "flops.sum_not_product": 1}
-    )
-    stats.mistakes["flops.missing_factor_6"] = 1
-    stats.hints["flops.forward_only"] = Counter({"подсказка *жирно*": 4})
+    stats.students.update(f"s{i}" for i in range(10))
+    who = iter(f"s{i}" for i in range(10))
+    for mistake, count in (("flops.forward_only", 4), ("flops.backward_only", 2), (UNKNOWN, 2)):
+        for _ in range(count):
+            stats.add_mistake(next(who), mistake, "подсказка *жирно*")
+    stats.add_mistake("s0", "flops.sum_not_product")
+    stats.add_mistake("s1", "flops.missing_factor_6")
     data = analytics.ClassData([LAB2], {LAB2: [(0, 4)]}, {LAB2: [stats]}, [], [], [], [], [])
     notes = analytics.lecture_notes(data)
-    assert "1. **учтён только прямой проход" in notes
+    assert "1. **учтён только прямой проход" in notes and "— 4 из 10 работ." in notes
     assert "«подсказка \\*жирно\\*»" in notes
     assert "unknown" not in notes
     assert notes.count("\n1. ") == 1 and "\n3. " in notes and "\n4. " not in notes
+
+
+def _table(path: Path, header: list[str], rows: list[list]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+#: Задания 7.4, в которых можно вернуть байты вместо ГиБ.
+LAB4_FUNCTIONS = [
+    "check_calculate_param_memory",
+    "check_calculate_input_data_memory",
+    "check_calculate_gradient_memory",
+    "check_calculate_optimizer_memory",
+]
+
+
+def test_lecture_notes_count_learners_not_tasks(tmp_path):
+    """Один учащийся с одной ошибкой в четырёх заданиях — «1 из 5 работ», а не «4 из 5»."""
+    (tmp_path / "release" / LAB4).mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / LAB4 / f"{LAB4}.ipynb", tmp_path / "release" / LAB4)
+    students = [f"s{i}" for i in range(1, 6)]
+    failed = {("s1", task): "memory.bytes_not_gib" for task in LAB4_FUNCTIONS}
+    failed[("s2", LAB4_FUNCTIONS[2])] = "memory.gradient_doubled"
+    failed[("s3", LAB4_FUNCTIONS[2])] = "memory.gradient_doubled"
+    by_task = [
+        [s, LAB4, task, 0 if (s, task) in failed else 2, 2, "", ""]
+        for s in students
+        for task in LAB4_FUNCTIONS
+    ]
+    _table(tmp_path / "grades_by_task.csv", ["student_id", "assignment", "grade_id",
+           "auto_score", "max_score", "manual_score", "score"], by_task)  # fmt: skip
+    _table(tmp_path / analytics.MISTAKES_CSV, analytics.MISTAKES_HEADER,
+           [[s, LAB4, task, code, "", ""] for (s, task), code in failed.items()])  # fmt: skip
+    data = analytics.class_data(tmp_path)
+    notes = analytics.lecture_notes(data)
+    assert "**функция вернула байты, а не ГиБ** (`memory.bytes_not_gib`) — 1 из 5 работ." in notes
+    assert "(`memory.gradient_doubled`) — 2 из 5 работ." in notes
+    # Два учащихся впереди одного, хотя заданий с ошибкой у одного больше.
+    assert notes.index("gradient_doubled") < notes.index("bytes_not_gib")
+    assert "## Лабораторная 7.4. Оцените память GPU" in notes
+    # Таблица сводки по заданиям по-прежнему считает работы задания.
+    stats = {entry.task: entry for entry in data.tasks[LAB4]}
+    assert stats[LAB4_FUNCTIONS[0]].mistakes["memory.bytes_not_gib"] == 1
+    assert data.top_mistakes(LAB4)[1][:2] == ("memory.bytes_not_gib", 1)
 
 
 # --------------------------------------------------------------------------- оценённый класс
@@ -566,7 +614,7 @@ def test_labelled_works_get_exactly_their_mistakes(graded_class):
 class _Rows(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.rows, self.scripts, self.images, self.events = [], 0, [], []
+        self.rows, self.scripts, self.images, self.events, self.charts = [], 0, [], [], 0
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -576,6 +624,7 @@ class _Rows(HTMLParser):
             self.scripts += 1
         if tag == "img":
             self.images.append(attrs.get("src", ""))
+        self.charts += tag == "svg" and attrs.get("class") == "chart"
         self.events += [name for name in attrs if name.startswith("on")]
 
 
@@ -586,7 +635,7 @@ def test_summary_shares_equal_the_tables(graded_class):
     parsed = _Rows()
     parsed.feed(page)
     assert parsed.scripts == 0 and parsed.events == []
-    assert parsed.images and all(src.startswith("data:image/png;base64,") for src in parsed.images)
+    assert parsed.images == [] and parsed.charts  # диаграммы — встроенный SVG, без картинок
     auto = _auto_tasks(work)
     totals, passed = Counter(), Counter()
     for row in read_csv(work / "grades_by_task.csv"):
@@ -639,15 +688,16 @@ def test_summary_links_lists_and_lecture_notes(graded_class):
     work = graded_class.work
     page = (work / analytics.SUMMARY_HTML).read_text(encoding="utf-8")
     # Злое имя файла из problems.csv показано текстом, а не тегом.
-    assert "&lt;img src=x onerror=document.title=&#x27;PWNED&#x27;&gt;" in page
+    assert "&lt;img src=x onerror=document.title=&#39;PWNED&#39;&gt;" in page
     assert "<img src=x" not in page
     for href in re.findall(r'href="([^"#][^"]*)"', page):
         assert not href.startswith(("/", "http", "javascript")), href
         assert (work / href.replace("&amp;", "&")).is_file(), href
     assert 'href="feedback_reports/h74_copy_original/' in page
-    assert "Ждут ручной проверки" in page and "h74_copy_renamed" in page
+    assert "Ждут преподавателя" in page and "h74_copy_renamed" in page
     notes = (work / analytics.MISTAKES_MD).read_text(encoding="utf-8")
-    assert f"## {LAB4}" in notes and f"## {LAB2}" in notes
+    assert "## Лабораторная 7.4. Оцените память GPU" in notes
+    assert "## Лабораторная 7.2. Оцените FLOPs обучения" in notes
     assert "Подсказка, которую видели учащиеся" in notes
 
 

@@ -121,7 +121,7 @@ def test_make_feedback_refreshes_grades_after_manual_grading(work, capsys):
     set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
     assert reports.main() == 0
     rows = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
-    assert rows[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0"]
+    assert rows[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0", "0.0"]
     assert (work / "feedback_reports" / "ivanov" / LAB2 / f"{LAB2}.html").is_file()
     assert "Оценки обновлены" in capsys.readouterr().out
 
@@ -494,7 +494,7 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
         comment = gb.find_comment("reflection_scaling", LAB2, LAB2, "ivanov")
         assert comment.manual_comment == "Верно."
     grades = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
-    assert grades[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0"]
+    assert grades[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0", "0.0"]
     capsys.readouterr()
     with capsys.disabled():
         print(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import nbformat
 import pytest
@@ -294,3 +295,54 @@ def test_unit_processes_of_make_grade_print_no_runpy_warning():
     assert done.returncode == 0, done.stderr
     assert "единица" in done.stdout
     assert "RuntimeWarning" not in done.stderr and "Warning" not in done.stderr, done.stderr
+
+
+# ------------------------------------------------------------------- первый экран и таблицы
+
+
+def _course_code(page: BeautifulSoup) -> list:
+    """Ячейки кода на странице: (свёрнута ли, текст кода)."""
+    found = []
+    for cell in page.select("div.code_cell"):
+        folded = cell.find_parent("details", class_="course7-course-cell") is not None
+        found.append((folded, " ".join(cell.get_text(" ").split())))
+    return found
+
+
+def test_course_code_without_points_is_folded_and_graded_cells_are_not(lab4_work):
+    page = _report(lab4_work)
+    cells = _course_code(page)
+    install = [folded for folded, text in cells if "COURSE_REPOSITORY" in text]
+    assert install == [True]  # ячейка установки пакета — первая на странице — свёрнута
+    graded = [folded for folded, text in cells if "check_calculate_param_memory" in text]
+    answers = [folded for folded, text in cells if "def calculate_param_memory" in text]
+    assert graded and answers and not any(graded + answers)
+    folds = page.select("details.course7-course-cell")
+    assert folds and all(not fold.has_attr("open") for fold in folds)
+    assert all("без баллов" in fold.summary.get_text() for fold in folds)
+    # Ни одной ячейки кода курса без баллов, которая осталась бы развёрнутой.
+    notebook = nbformat.read(
+        lab4_work / "autograded" / "ivanov" / LAB4 / f"{LAB4}.ipynb", as_version=4
+    )
+    course = [
+        cell
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        and not cell.metadata.get("nbgrader", {}).get("grade")
+        and not cell.metadata.get("nbgrader", {}).get("solution")
+    ]
+    assert len(folds) == len(course)
+    assert "<script" not in str(page)
+
+
+def test_report_tables_have_cell_padding(lab4_work):
+    page = _report(lab4_work)
+    styles = " ".join(style.get_text() for style in page.find_all("style"))
+    rules = re.findall(r"([^{}]+)\{([^{}]*)\}", styles)
+    padded = {
+        selector.strip()
+        for selectors, body in rules
+        if re.search(r"padding:\s*0?\.\d+em\s+0?\.\d+em", body)
+        for selector in selectors.split(",")
+    }
+    assert {".rendered_html td", "div.output_html td", ".rendered_html th"} <= padded

@@ -22,7 +22,7 @@ from corpus import LAB4
 from feedback.teacher import similarity
 from feedback.teacher.similarity import Task, similar_pairs
 
-from submissions import cell_by_id, student_notebook
+from submissions import cell_by_id, student_notebook, submission
 
 SIGNATURE = '''def calculate_activation_memory(
     batch_size: int,
@@ -371,3 +371,105 @@ def test_csv_rows_carry_the_fragment_for_write_csv(tmp_path):
     text = (tmp_path / "similar.csv").read_text(encoding="utf-8")
     assert "\n" + LAB4 in text
     assert ",'=" in text or ",=" not in text
+
+
+# --------------------------------------------------------------------------- короткие ответы
+
+#: Вопросы 7.4 — как в выпуске (текст курса).
+QUESTION_1 = "Какая статья памяти при обучении во float32 самая большая и почему?"
+#: Короткие ответы, которые списаны слово в слово («Ответьте коротко»).
+SHORT_1 = "Состояние оптимизатора: Adam хранит два момента на каждый параметр, это 8 байт."
+SHORT_2 = "Веса, потому что 12 млрд параметров в bfloat16 занимают около 22 ГиБ."
+
+
+def _short_answers() -> dict[str, dict[str, str]]:
+    """Ответы класса на три вопроса 7.4: grade_id → текст."""
+    return {
+        "copier_a": {
+            "reflection_largest": SHORT_1,
+            "reflection_input": SHORT_2,
+            "reflection_fit": "Взять LoRA и bfloat16, тогда обучаемых параметров мало.",
+        },
+        "copier_b": {  # те же два ответа: другие регистр, пробелы и знаки
+            "reflection_largest": SHORT_1.upper().replace(": ", " — ").replace(",", ""),
+            "reflection_input": "веса,  потому что\n12 млрд параметров в bfloat16 занимают "
+            "около 22 ГиБ!",
+            "reflection_fit": "Накопление градиентов и маленький батч, ещё контрольные точки.",
+        },
+        # Переписали вопрос, а ответили своё одним словом: похожи только текстом курса.
+        "prompt_a": {"reflection_largest": f"{QUESTION_1} Adam."},
+        "prompt_b": {"reflection_largest": f"{QUESTION_1} Градиенты."},
+        "honest_1": {
+            "reflection_largest": "Больше всего занимает Adam: два числа на параметр, вдвое "
+            "больше весов.",
+            "reflection_input": "Активации обгонят веса при батче примерно в тысячу примеров.",
+        },
+        "honest_2": {
+            "reflection_largest": "Оптимизатор, ведь моменты m и v весят как две копии модели.",
+            "reflection_input": "Веса; активации станут больше, если батч увеличить в десятки раз.",
+        },
+        # Одно-два слова честно пишут многие: такие ответы не сравниваются.
+        **{f"terse_{i}": {"reflection_largest": "Adam."} for i in range(3)},
+    }
+
+
+def _short_work(work):
+    import json
+    import shutil
+
+    from notebook_runner import ROOT
+
+    (work / "release" / LAB4).mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / LAB4 / f"{LAB4}.ipynb", work / "release" / LAB4)
+    for student, answers in _short_answers().items():
+        folder = work / "autograded" / student / LAB4
+        folder.mkdir(parents=True)
+        notebook = submission(LAB4, answers)
+        (folder / f"{LAB4}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    return work
+
+
+def test_two_copied_short_answers_are_listed_and_the_question_alone_is_not(tmp_path):
+    from feedback.teacher import analytics
+
+    from submissions import read_csv
+
+    work = _short_work(tmp_path)
+    question = cell_by_id(student_notebook(LAB4), "reflection_largest")
+    release = student_notebook(LAB4)
+    above = release["cells"][release["cells"].index(question) - 1]
+    assert QUESTION_1 in "".join(above["source"])  # вопрос — текст выпуска
+    rows = read_csv(analytics.write_similar(work))
+    found = {(row["lab"], row["task"], row["student_a"], row["student_b"]) for row in rows}
+    assert found == {
+        (LAB4, "reflection_largest", "copier_a", "copier_b"),
+        (LAB4, "reflection_input", "copier_a", "copier_b"),
+    }
+    assert all(float(row["similarity"]) >= similarity.SHORT_THRESHOLD for row in rows)
+    fragments = {row["task"]: row["fragment"] for row in rows}
+    assert fragments["reflection_input"].startswith("Веса, потому что 12 млрд")
+
+
+def test_without_the_course_text_removed_the_copied_question_would_look_copied():
+    """Ограда теста выше: без вычитания текста курса пара «переписали вопрос» похожа."""
+    answers = {name: a["reflection_largest"] for name, a in _short_answers().items()
+               if name.startswith("prompt_")}  # fmt: skip
+    bare = Task(LAB4, "reflection_largest", "text", text_template(), answers)
+    assert [(p.student_a, p.student_b) for p in similar_pairs(bare)] == [("prompt_a", "prompt_b")]
+    tasks = similarity.tasks_from({LAB4: student_notebook(LAB4)}, [])
+    (with_course,) = [task for task in tasks if task.task == "reflection_largest"]
+    with_course.answers = answers
+    assert QUESTION_1 in with_course.template
+    assert similar_pairs(with_course) == []
+
+
+def test_an_answer_the_whole_class_gives_word_for_word_is_common_ground():
+    common = "Больше всего памяти занимает состояние оптимизатора Adam."
+    answers = {f"s{i}": common for i in range(6)}
+    answers["x"] = "Другие слова: веса и градиенты, но главное — моменты Adam."
+    task = Task(LAB4, "reflection_largest", "text", text_template(), answers)
+    assert similar_pairs(task) == []
+    two = Task(LAB4, "reflection_largest", "text", text_template(), {"a": common, "b": common})
+    assert [(p.student_a, p.student_b, p.similarity) for p in similar_pairs(two)] == [
+        ("a", "b", 1.0)
+    ]

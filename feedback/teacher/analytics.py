@@ -23,7 +23,6 @@ import csv
 import json
 import sys
 import time
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 
 from feedback.answers.mistakes import describe
 from feedback.engine.result import UNKNOWN
+from feedback.formatting import plural_form
 from feedback.teacher import files
 from feedback.teacher.class_data import (
     NO_CODE,
@@ -132,6 +132,29 @@ def autograded(work: Path) -> Iterator[tuple[str, str, dict]]:
             continue
 
 
+def titles(release: Mapping) -> tuple[str | None, dict[str, str]]:
+    """Название лабораторной и её оцениваемых ячеек — те же, что в отчёте учащегося.
+
+    Берутся из выпуска в рабочей папке (его пишет ``make grade`` из solutions/, а не работа
+    учащегося) функцией отчёта :func:`feedback.teacher.preprocessors.report_titles`:
+    лабораторная — первый заголовок, проверка — её русское название из пакета курса,
+    письменный ответ — «Вопрос N».
+    """
+    import nbformat
+
+    from feedback.teacher.preprocessors import REPORT_KEY, report_titles
+
+    notebook = nbformat.reads(json.dumps(release), as_version=4)
+    resources: dict[str, Any] = {}
+    report_titles(notebook, resources)
+    named = {
+        cell.metadata.nbgrader.grade_id: cell.metadata[REPORT_KEY]["title"]
+        for cell in notebook.cells
+        if REPORT_KEY in cell.metadata and cell.metadata.get("nbgrader", {}).get("grade_id")
+    }
+    return resources.get(REPORT_KEY, {}).get("lab_title"), named
+
+
 # --------------------------------------------------------------------------- сводка данных
 
 
@@ -143,7 +166,13 @@ def _number(text: str | None) -> float | None:
 
 
 def pending_manual(work: Path) -> list[dict[str, Any]]:
-    """Работы, которые ждут ручной проверки (nbgrader needs_manual_grade без оценки)."""
+    """Работы, которые ждут преподавателя: ответы без ручной оценки и проверки на просмотре.
+
+    ``tasks``/``points`` — ждут ручной оценки (:attr:`feedback.teacher.gradebook.TaskScore.pending`,
+    то же число, что в отчёте учащегося и в pending_manual_points grades.csv);
+    ``flagged``/``flagged_points`` — баллы автопроверки, которые ждут просмотра
+    (needs_review.csv, неоценённая работа; needs_review_points).
+    """
     from feedback.teacher import gradebook
 
     if not (work / "gradebook.db").is_file():
@@ -151,13 +180,16 @@ def pending_manual(work: Path) -> list[dict[str, Any]]:
     waiting = []
     for (student, lab), result in sorted(gradebook.results(work).items()):
         tasks = sorted(name for name, task in result.tasks.items() if task.pending)
-        if tasks:
+        flagged = sorted(name for name, task in result.tasks.items() if task.flagged)
+        if tasks or flagged:
             waiting.append(
                 {
                     "student_id": student,
                     "lab": lab,
                     "tasks": tasks,
                     "points": result.pending_points,
+                    "flagged": flagged,
+                    "flagged_points": result.flagged_points,
                 }
             )
     return waiting
@@ -189,6 +221,7 @@ def slow_works(timings: list[dict[str, str]]) -> list[dict[str, str]]:
 def class_data(work: Path, slowest: int = 10) -> ClassData:
     """Данные сводки из рабочей папки после оценивания."""
     released = releases(work)
+    names = {lab: titles(release) for lab, release in released.items()}
     by_task = read_table(work / "grades_by_task.csv")
     mistakes = read_table(work / MISTAKES_CSV)
     labs = sorted(released)
@@ -204,6 +237,7 @@ def class_data(work: Path, slowest: int = 10) -> ClassData:
             continue  # письменный ответ или задание, которого больше нет в выпуске
         entry = stats[key]
         entry.total += 1
+        entry.students.add(row["student_id"])
         score, top = _number(row.get("auto_score")), _number(row.get("max_score")) or 0.0
         if top > 0 and score is not None and score >= top:
             entry.passed += 1
@@ -216,12 +250,9 @@ def class_data(work: Path, slowest: int = 10) -> ClassData:
         if key not in stats or work_key not in failed_works or work_key in coded:
             continue
         coded.add(work_key)
-        entry = stats[key]
-        entry.mistakes[row["mistake"]] += 1
-        if row.get("hint"):
-            entry.hints.setdefault(row["mistake"], Counter())[row["hint"]] += 1
-    for _student, lab, task in failed_works - coded:
-        stats[(lab, task)].mistakes[NO_CODE] += 1
+        stats[key].add_mistake(row["student_id"], row["mistake"], row.get("hint") or "")
+    for student, lab, task in failed_works - coded:
+        stats[(lab, task)].add_mistake(student, NO_CODE)
     scores: dict[str, list[tuple[float, float]]] = {lab: [] for lab in labs}
     for row in read_table(work / "grades.csv"):
         if row.get("assignment") in scores:
@@ -237,6 +268,10 @@ def class_data(work: Path, slowest: int = 10) -> ClassData:
         similar=read_table(work / SIMILAR_CSV),
         pending=pending_manual(work),
         slowest=timings[:slowest],
+        titles={lab: named[0] for lab, named in names.items() if named[0]},
+        task_titles={
+            (lab, task): title for lab, named in names.items() for task, title in named[1].items()
+        },
     )
 
 
@@ -248,16 +283,17 @@ def lecture_notes(data: ClassData) -> str:
     lines = ["# Типичные ошибки класса — к следующей лекции", ""]
     for lab in data.labs:
         top = data.top_mistakes(lab)
-        works = max((stats.total for stats in data.tasks.get(lab, [])), default=0)
+        works = data.works(lab)
         if not works:
             continue
-        lines += [f"## {lab}", ""]
+        lines += [f"## {_md(data.lab_title(lab))}", ""]
         if not top:
             lines += ["Типичных ошибок не найдено.", ""]
             continue
         for number, (mistake, count, hint) in enumerate(top, start=1):
             lines.append(
-                f"{number}. **{_md(describe(mistake))}** (`{mistake}`) — {count} из {works} работ."
+                f"{number}. **{_md(describe(mistake))}** (`{mistake}`) — {count} из "
+                f"{works} {plural_form(str(works), 'работы', 'работ', 'работ')}."
             )
             if hint:
                 lines.append(f"   Подсказка, которую видели учащиеся: «{_md(hint)}»")

@@ -20,7 +20,12 @@ NOT_MISTAKES = {UNKNOWN, NOT_ASSESSED}
 
 @dataclass
 class TaskStats:
-    """Задание автопроверки по классу: сколько работ, сколько прошли, какие ошибки."""
+    """Задание автопроверки по классу: сколько работ, сколько прошли, какие ошибки.
+
+    ``mistakes`` — сколько работ задания с каждой ошибкой (доли в таблице сводки),
+    ``learners`` — кто именно её сделал: в списке к лекции учащийся с одной ошибкой в
+    четырёх заданиях — один учащийся, а не четыре; ``students`` — все, чьё задание оценено.
+    """
 
     lab: str
     task: str
@@ -28,6 +33,15 @@ class TaskStats:
     passed: int = 0
     mistakes: Counter = field(default_factory=Counter)
     hints: dict[str, Counter] = field(default_factory=dict)
+    learners: dict[str, set[str]] = field(default_factory=dict)
+    students: set[str] = field(default_factory=set)
+
+    def add_mistake(self, student: str, mistake: str, hint: str = "") -> None:
+        """Ошибка ``mistake`` в работе учащегося ``student`` (и подсказка, которую он видел)."""
+        self.mistakes[mistake] += 1
+        self.learners.setdefault(mistake, set()).add(student)
+        if hint:
+            self.hints.setdefault(mistake, Counter())[hint] += 1
 
     @property
     def failed(self) -> int:
@@ -58,18 +72,42 @@ class ClassData:
     similar: list[dict[str, str]]
     pending: list[dict[str, Any]]
     slowest: list[dict[str, str]]
+    #: Названия из выпуска, как в отчёте учащегося: лабораторная → «Лабораторная 7.2. …»,
+    #: (лабораторная, grade_id) → «Задание 1. …» или «Вопрос 1».
+    titles: dict[str, str] = field(default_factory=dict)
+    task_titles: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def lab_title(self, lab: str) -> str:
+        return self.titles.get(lab) or lab
+
+    def task_title(self, lab: str, task: str) -> str:
+        return self.task_titles.get((lab, task)) or task
+
+    def works(self, lab: str) -> int:
+        """Сколько учащихся сдали лабораторную (у кого оценено хоть одно задание)."""
+        students: set[str] = set()
+        for stats in self.tasks.get(lab, []):
+            students |= stats.students
+        return len(students)
 
     def top_mistakes(self, lab: str, count: int = 3) -> list[tuple[str, int, str]]:
-        """Самые частые ошибки лабораторной: (код, сколько раз, самая частая подсказка)."""
-        total: Counter = Counter()
+        """Самые частые ошибки лабораторной: (код, у скольких учащихся, самая частая подсказка).
+
+        Считаются учащиеся, а не задания: одна и та же ошибка в четырёх заданиях одной
+        работы — один учащийся.
+        """
+        learners: dict[str, set[str]] = {}
         hints: dict[str, Counter] = {}
         for stats in self.tasks.get(lab, []):
-            for mistake, number in stats.mistakes.items():
+            for mistake, who in stats.learners.items():
                 if mistake in NOT_MISTAKES or mistake == NO_CODE:
                     continue
-                total[mistake] += number
+                learners.setdefault(mistake, set()).update(who)
                 hints.setdefault(mistake, Counter()).update(stats.hints.get(mistake, {}))
-        ranked = sorted(total.items(), key=lambda item: (-item[1], item[0]))[:count]
+        ranked = sorted(
+            ((mistake, len(who)) for mistake, who in learners.items() if who),
+            key=lambda item: (-item[1], item[0]),
+        )[:count]
         return [
             (mistake, number, hints[mistake].most_common(1)[0][0] if hints[mistake] else "")
             for mistake, number in ranked

@@ -74,21 +74,25 @@ def points(value: float) -> str:
 
 
 def comment(result: gradebook.LabResult | None, lab: str, title: str) -> str:
-    """Короткий отзыв для LMS: баллы и имя отчёта или сколько ждёт ручной проверки."""
+    """Короткий отзыв для LMS: баллы и имя отчёта или что ещё ждёт преподавателя."""
     if result is None:
         return ""
     total = number(result.max_score)
-    if result.pending_points:
-        return (
-            f"{title}: ждёт ручной проверки — ещё {points(result.pending_points)} из {total}; "
-            f"пока {points(result.score)}."
-        )
+    if not result.complete:
+        waiting = []
+        if result.pending_points:
+            waiting.append(f"ручной проверки — ещё {points(result.pending_points)} из {total}")
+        if result.flagged_points:
+            waiting.append(
+                f"просмотра преподавателем — проверки на {points(result.flagged_points)}"
+            )
+        return f"{title}: ждёт {', и '.join(waiting)}; пока {points(result.score)}."
     return f"{title}: {points(result.score)} из {total}. Подробный отчёт — файл {lab}.html."
 
 
 def final_score(result: gradebook.LabResult | None) -> float | None:
     """Оценка для LMS: итог сданной и целиком проверенной работы, иначе ``None`` (пусто)."""
-    if result is None or result.pending_points:
+    if result is None or not result.complete:
         return None
     return result.score
 

@@ -274,6 +274,28 @@ def import_students(work: Path, people: Iterable[Mapping[str, str]]) -> int:
     return count
 
 
+def manual_pending(auto: float | None, manual: float | None) -> bool:
+    """Баллы ждут ручной оценки: ни автоматического балла, ни оценки преподавателя.
+
+    Так бывает только с ответом, который оценивает преподаватель (письменный ответ, код
+    на ручную проверку) и который учащийся написал: нетронутый ответ получает 0
+    автоматически, у проверки автопроверки балл есть всегда. Одно это правило читают
+    grades.csv, отчёт учащегося (:class:`feedback.teacher.preprocessors.ReportGrades`),
+    summary.html и выгрузка для Moodle.
+    """
+    return auto is None and manual is None
+
+
+def review_flagged(auto: float | None, manual: float | None, needs_manual: bool) -> bool:
+    """Балл автопроверки ждёт просмотра преподавателем (needs_review.csv, неоценённая работа).
+
+    Автоматический балл есть, но nbgrader просит ручной оценки, а её ещё нет: пока
+    преподаватель не посмотрит, этот балл — не оценка. Это не «ждёт ручной оценки»
+    (:func:`manual_pending`): в таблицах — свой столбец.
+    """
+    return needs_manual and manual is None and auto is not None
+
+
 @dataclass(frozen=True)
 class TaskScore:
     """Баллы одного задания работы из базы."""
@@ -285,13 +307,23 @@ class TaskScore:
 
     @property
     def pending(self) -> bool:
-        """Ждёт ручной проверки: nbgrader просит её, а оценки вручную ещё нет."""
-        return self.needs_manual and self.manual is None
+        """Ждёт ручной оценки (:func:`manual_pending`)."""
+        return manual_pending(self.auto, self.manual)
+
+    @property
+    def flagged(self) -> bool:
+        """Балл автопроверки ждёт просмотра преподавателем (:func:`review_flagged`)."""
+        return review_flagged(self.auto, self.manual, self.needs_manual)
+
+    @property
+    def waiting(self) -> bool:
+        """Итога пока нет: ждёт ручной оценки или просмотра."""
+        return self.pending or self.flagged
 
     @property
     def score(self) -> float | None:
-        """Итог задания (ручная оценка важнее автоматической); ``None`` — ждёт проверки."""
-        if self.pending:
+        """Итог задания (ручная оценка важнее автоматической); ``None`` — ждёт преподавателя."""
+        if self.waiting:
             return None
         if self.manual is not None:
             return self.manual
@@ -317,8 +349,18 @@ class LabResult:
 
     @property
     def pending_points(self) -> float:
-        """Сколько баллов ещё выставляется вручную (0 — работа проверена целиком)."""
+        """Сколько баллов ждёт ручной оценки (:attr:`TaskScore.pending`)."""
         return sum((task.max for task in self.tasks.values() if task.pending), 0.0)
+
+    @property
+    def flagged_points(self) -> float:
+        """Сколько баллов автопроверки ждёт просмотра преподавателем (:attr:`TaskScore.flagged`)."""
+        return sum((task.max for task in self.tasks.values() if task.flagged), 0.0)
+
+    @property
+    def complete(self) -> bool:
+        """Работа проверена целиком: ничего не ждёт ни ручной оценки, ни просмотра."""
+        return not (self.pending_points or self.flagged_points)
 
 
 def results(work: Path) -> dict[tuple[str, str], LabResult]:
@@ -353,8 +395,8 @@ def results(work: Path) -> dict[tuple[str, str], LabResult]:
     return found
 
 
-#: Столбцы grades.csv: как у экспорта nbgrader (``nbgrader export``) и ещё один — сколько
-#: баллов ждёт ручной проверки.
+#: Столбцы grades.csv: как у экспорта nbgrader (``nbgrader export``) и ещё два — сколько
+#: баллов ждёт ручной оценки и сколько баллов автопроверки ждёт просмотра преподавателем.
 GRADES_HEADER = [
     "assignment",
     "duedate",
@@ -368,6 +410,7 @@ GRADES_HEADER = [
     "score",
     "max_score",
     "pending_manual_points",
+    "needs_review_points",
 ]
 BY_TASK_HEADER = [
     "student_id",
@@ -396,8 +439,10 @@ def export(work: Path) -> tuple[Path, Path]:
     Столбцы grades.csv — те же, что у экспорта nbgrader, но строка есть только у сданной
     работы: экспорт nbgrader пишет 0 за каждую несданную лабораторную каждого учащегося, а
     0 — не «не сдал». ``score`` — баллы, выставленные на сейчас, ``pending_manual_points`` —
-    сколько баллов ещё ждёт ручной проверки. В grades_by_task.csv ``score`` пуст, пока
-    задание ждёт ручной проверки. Всё пишет :func:`write_csv` (имена из списка учащихся — тоже).
+    сколько баллов ждёт ручной оценки (ответы, которые преподаватель ещё не оценил),
+    ``needs_review_points`` — сколько баллов автопроверки ждёт его просмотра (needs_review.csv,
+    неоценённая работа). В grades_by_task.csv ``score`` пуст, пока задание ждёт того или
+    другого. Всё пишет :func:`write_csv` (имена из списка учащихся — тоже).
     """
     found = results(work)
     people = students(work)
@@ -419,6 +464,7 @@ def export(work: Path) -> tuple[Path, Path]:
                 result.score,
                 result.max_score,
                 result.pending_points,
+                result.flagged_points,
             ]
         )
     write_csv(grades, GRADES_HEADER, rows)

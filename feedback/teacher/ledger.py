@@ -154,7 +154,7 @@ def _why(
 ) -> str:
     why = []
     reopened = old is not None and new is not None and old.manual is not None
-    if reopened and new.manual is None and new.pending:
+    if reopened and new.manual is None and new.waiting:
         why.append(ANSWER_CHANGED)
     elif (old.manual if old else None) != (new.manual if new else None):
         why.append("ручная оценка")

@@ -20,6 +20,7 @@ from traitlets import Dict, Unicode
 from feedback.engine.probe import OBSERVATION_MIME
 from feedback.formatting import format_plain, plural_form
 from feedback.teacher.assemble import ADDED, REVIEW_NOTE, RUBRIC_NOTE
+from feedback.teacher.gradebook import manual_pending
 
 CODE_STUB = '# Добавьте сюда свой код\nraise NotImplementedError("Добавьте сюда свой код")'
 TOP_LEVEL_STUB = "# Добавьте сюда свой код"
@@ -59,6 +60,8 @@ class CourseClearSolutions(ClearSolutions):
 TEACHER_ONLY = {REVIEW_NOTE, RUBRIC_NOTE}
 #: Ключ метаданных ячейки и ресурсов отчёта с тем, что отчёт называет по-русски.
 REPORT_KEY = "course7_report"
+#: Ключ метаданных ячейки, которую отчёт сворачивает (:func:`folded`).
+FOLD_KEY = "course7_fold"
 
 
 class ReportCleanup(NbGraderPreprocessor):
@@ -70,12 +73,16 @@ class ReportCleanup(NbGraderPreprocessor):
     NameError после невыполненного задания), и от неё остаётся одна строка. Остановка по
     времени везде — одна строка. Ещё даёт русские названия: лабораторной — её заголовок
     ``# …``, каждой оцениваемой ячейке — название проверки или заголовок задания
-    (:func:`report_titles`).
+    (:func:`report_titles`), — и помечает ячейки кода курса без баллов, которые отчёт
+    сворачивает (:func:`folded`).
     """
 
     def preprocess(self, nb, resources):
         nb.cells = [cell for cell in nb.cells if cell.metadata.get("course7") not in TEACHER_ONLY]
         report_titles(nb, resources)
+        for cell in nb.cells:
+            if folded(cell):
+                cell.metadata[FOLD_KEY] = True
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
@@ -98,6 +105,20 @@ class ReportCleanup(NbGraderPreprocessor):
                     frame for frame in output.traceback if PACKAGE_DIR not in str(frame)
                 ]
         return cell, resources
+
+
+def folded(cell) -> bool:
+    """Ячейка кода курса без баллов: в отчёте она свёрнута (``<details>``), чтобы первый экран
+    занимали задания и ответы, а не установка пакета и подготовка.
+
+    Не сворачиваются оцениваемые ячейки, ответы учащегося и добавленные им ячейки.
+    """
+    grading = cell.metadata.get("nbgrader", {})
+    return (
+        cell.cell_type == "code"
+        and not (grading.get("grade") or grading.get("solution") or grading.get("task"))
+        and cell.metadata.get("course7") != ADDED
+    )
 
 
 # --------------------------------------------------------------------------- названия
@@ -223,10 +244,13 @@ def _kind(cell) -> str | None:
 class ReportGrades(GetGrades):
     """GetGrades для отчёта: баллы и комментарии из базы, плюс то, что учащийся читает первым.
 
-    Письменный ответ, которому преподаватель ещё не поставил баллов (ни автоматических, ни
-    ручных), помечается ``pending``: в отчёте он «ожидает проверки преподавателем», а не
-    «0 из 1». Комментарий преподавателя (``comment``) отделён от автоматического
-    (``auto_comment``, например «Нет ответа.»), пустой комментарий — не комментарий. В
+    Ответ, которому преподаватель ещё не поставил баллов (ни автоматических, ни ручных), —
+    ``pending`` (:func:`feedback.teacher.gradebook.manual_pending`, то же правило, что у
+    grades.csv): в отчёте он «ожидает проверки преподавателем», а не «0 из 1». Проверка,
+    помеченная для просмотра преподавателем (needs_review.csv), — не ``pending``: эта
+    пометка для преподавателя, в отчёте её нет, как и самих находок. Комментарий
+    преподавателя (``comment``) отделён от автоматического (``auto_comment``, например
+    «Нет ответа.»), пустой комментарий — не комментарий. В
     ``resources`` — заголовок («Лабораторная 7.4… — 2 из 13 баллов, ещё 3 балла — после
     проверки преподавателем») и строка итога вверху отчёта (:func:`summary`).
     """
@@ -259,7 +283,8 @@ class ReportGrades(GetGrades):
         )
         cell.metadata.nbgrader["score"] = grade.score
         cell.metadata.nbgrader["points"] = grade.max_score
-        pending = grade.manual_score is None and grade.auto_score is None
+        # То же правило, что у grades.csv и summary.html: ждёт ручной оценки.
+        pending = manual_pending(grade.auto_score, grade.manual_score)
         cell.metadata.nbgrader["pending"] = pending
 
 

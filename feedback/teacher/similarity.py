@@ -19,11 +19,18 @@ document fingerprinting», SIGMOD 2003), как в MOSS, copydetect и Dolos; н
    не считаются ни отпечатками, ни «своими» токенами ответа. Отпечатки, которые есть
    больше чем у :data:`COMMON_SHARE` ответов задания (и больше чем у
    :data:`COMMON_MIN` ответов), — общее место задания (их вычитает и MOSS), тоже не в счёт.
-4. Ответы короче :data:`MIN_CODE_TOKENS` своих токенов кода (:data:`MIN_TEXT_WORDS` слов
-   текста) не сравниваются: короткую формулу (``return 6 * p * n``) все верные ответы
-   пишут одинаково.
+4. Код короче :data:`MIN_CODE_TOKENS` своих токенов не сравнивается: короткую формулу
+   (``return 6 * p * n``) все верные ответы пишут одинаково.
 5. Сходство пары — коэффициент Жаккара множеств отпечатков: |A ∩ B| / |A ∪ B|. Пара
    попадает в similar.csv при сходстве от порога :data:`THRESHOLDS` (свой у кода и текста).
+6. Короткий письменный ответ (от :data:`MIN_SHORT_WORDS` до :data:`MIN_TEXT_WORDS` своих
+   слов — столько и просит «Ответьте коротко») отпечатков почти не даёт, поэтому у него своё
+   правило: его слова без текста курса сравниваются целиком, :class:`difflib.SequenceMatcher`
+   (доля совпавших слов). Пара — при совпадении от :data:`SHORT_THRESHOLD`: слово в слово
+   или с одной-двумя правками. Текст курса — это не только заглушка ответа, но и весь
+   Markdown выпуска (вопрос, объяснения): ответ, который начинается с переписанного вопроса,
+   похож на другие только вопросом, и тот вычитается. Ответ, который дали больше
+   :data:`COMMON_SHARE` ответов задания, — общее место, а не списывание.
 
 Пороги подобраны на синтетическом наборе из tests/test_teacher_similarity.py (честно и
 независимо написанные варианты функции 7.4 и абзаца рефлексии против копий с
@@ -33,6 +40,8 @@ document fingerprinting», SIGMOD 2003), как в MOSS, copydetect и Dolos; н
 from __future__ import annotations
 
 import ast
+import difflib
+import functools
 import io
 import keyword
 import re
@@ -48,9 +57,16 @@ from feedback.teacher.assemble import cell_source
 #: Длина k-граммы и окна winnowing: для кода — в токенах, для текста — в словах.
 CODE_K, CODE_W = 5, 4
 TEXT_K, TEXT_W = 4, 3
-#: Сколько своих токенов (кода) или слов (текста) нужно ответу, чтобы его сравнивать.
+#: Сколько своих токенов (кода) или слов (текста) нужно ответу, чтобы сравнивать его
+#: отпечатками.
 MIN_CODE_TOKENS = 30
 MIN_TEXT_WORDS = 25
+#: Короткий письменный ответ (меньше MIN_TEXT_WORDS своих слов) сравнивается целиком, если в
+#: нём не меньше MIN_SHORT_WORDS своих слов: «Adam.» или «Оптимизатор» честно пишут многие.
+MIN_SHORT_WORDS = 5
+#: Доля совпавших слов (SequenceMatcher.ratio), от которой два коротких ответа похожи:
+#: в ответе из 10 слов — одно заменённое слово (0,9).
+SHORT_THRESHOLD = 0.9
 #: Сходство (Жаккар отпечатков), от которого пара считается похожей: для кода и текста.
 #: Короткий честный код похож «формой» (``V = V * V``), поэтому порог кода выше.
 THRESHOLDS = {"code": 0.6, "text": 0.25}
@@ -217,6 +233,34 @@ class Answer:
     template: list[bool]  # токен покрыт k-граммой шаблона
     own: int  # своих токенов: не покрытых k-граммами шаблона
 
+    @property
+    def own_words(self) -> tuple[str, ...]:
+        """Свои токены подряд (без покрытых шаблоном) — короткий ответ целиком."""
+        return tuple(
+            value
+            for value, covered in zip(self.tokens.values, self.template, strict=True)
+            if not covered
+        )
+
+    def own_text(self) -> str:
+        """Свой кусок ответа как он написан: от первого своего слова до последнего."""
+        spans = [
+            span
+            for span, covered in zip(self.tokens.spans, self.template, strict=True)
+            if not covered
+        ]
+        if not spans:
+            return ""
+        text = " ".join(self.source[spans[0][0] : spans[-1][1]].split())
+        return text if len(text) <= FRAGMENT_CHARS else text[: FRAGMENT_CHARS - 1] + "…"
+
+
+@functools.lru_cache(maxsize=64)
+def _template_hashes(template: str, kind: str) -> frozenset[int]:
+    """k-граммы шаблона задания: одни на все ответы задания (текст курса бывает длинным)."""
+    tokenizer, k = (code_tokens, CODE_K) if kind == "code" else (text_tokens, TEXT_K)
+    return frozenset(kgram_hashes(tokenizer(template), k)) if template else frozenset()
+
 
 def prepare(student: str, source: str, template: str, kind: str) -> Answer:
     """Ответ ``kind`` (``"code"`` или ``"text"``) без того, что дал всем шаблон."""
@@ -225,7 +269,7 @@ def prepare(student: str, source: str, template: str, kind: str) -> Answer:
     )
     tokens = tokenizer(source)
     hashes = kgram_hashes(tokens, k)
-    template_hashes = set(kgram_hashes(tokenizer(template), k)) if template else set()
+    template_hashes = _template_hashes(template, kind)
     covered = [False] * len(tokens.values)
     for index, value in enumerate(hashes):
         if value in template_hashes:
@@ -284,11 +328,14 @@ def similar_pairs(task: Task, threshold: float | None = None) -> list[Pair]:
     ответа из :data:`THRESHOLDS`), самые похожие первыми."""
     threshold = THRESHOLDS[task.kind] if threshold is None else threshold
     minimum = MIN_CODE_TOKENS if task.kind == "code" else MIN_TEXT_WORDS
-    answers = [
+    prepared = [
         prepare(student, source, task.template, task.kind)
         for student, source in sorted(task.answers.items())
     ]
-    answers = [answer for answer in answers if answer.own >= minimum and answer.fingerprints]
+    answers = [answer for answer in prepared if answer.own >= minimum and answer.fingerprints]
+    short = []
+    if task.kind == "text":
+        short = [answer for answer in prepared if MIN_SHORT_WORDS <= answer.own < minimum]
     owners: dict[int, list[int]] = defaultdict(list)
     for index, answer in enumerate(answers):
         for value in answer.fingerprints:
@@ -309,7 +356,32 @@ def similar_pairs(task: Task, threshold: float | None = None) -> list[Pair]:
         a, b = answers[i], answers[j]
         both = set(a.fingerprints) & set(b.fingerprints)
         pairs.append(Pair(a.student, b.student, round(similarity, 3), _fragment(a, both, common)))
+    given = sum(1 for answer in prepared if answer.own)
+    pairs += short_pairs(short, max(COMMON_MIN, COMMON_SHARE * given))
     return sorted(pairs, key=lambda p: (-p.similarity, p.student_a, p.student_b))
+
+
+def short_pairs(answers: list[Answer], common_limit: float) -> list[Pair]:
+    """Пары коротких письменных ответов, чьи свои слова совпадают почти целиком.
+
+    Ответ, слово в слово одинаковый больше чем у ``common_limit`` учащихся, — общее место
+    задания (так отвечают все), его пары не в счёт.
+    """
+    words = [answer.own_words for answer in answers]
+    counts = Counter(words)
+    pairs = []
+    for i, j in combinations(range(len(answers)), 2):
+        a, b = words[i], words[j]
+        if counts[a] > common_limit or counts[b] > common_limit:
+            continue
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        if matcher.real_quick_ratio() < SHORT_THRESHOLD or matcher.quick_ratio() < SHORT_THRESHOLD:
+            continue
+        ratio = matcher.ratio()
+        if ratio >= SHORT_THRESHOLD:
+            first, second = answers[i], answers[j]
+            pairs.append(Pair(first.student, second.student, round(ratio, 3), first.own_text()))
+    return pairs
 
 
 def similarity(a: str, b: str, kind: str, template: str = "") -> float:
@@ -340,18 +412,32 @@ def answer_cells(notebook: Mapping) -> dict[str, tuple[str, str]]:
     return found
 
 
+def course_text(release: Mapping) -> str:
+    """Весь Markdown выпуска, кроме ответов: вопросы, объяснения, заглушки — текст курса."""
+    parts = []
+    for cell in release.get("cells", []):
+        metadata = cell.get("metadata", {}) if isinstance(cell, Mapping) else {}
+        grading = metadata.get("nbgrader", {}) if isinstance(metadata, Mapping) else {}
+        if cell.get("cell_type") == "markdown" and not grading.get("solution"):
+            parts.append(cell_source(cell))
+    return "\n\n".join(parts)
+
+
 def tasks_from(
     releases: Mapping[str, Mapping], works: Iterable[tuple[str, str, Mapping]]
 ) -> list[Task]:
     """Задания с ответами: ``releases`` — выпуски (лаб → тетрадка), ``works`` — работы.
 
     ``works`` — тройки (учащийся, лабораторная, проверенная тетрадка). Шаблон задания —
-    ячейка выпуска с тем же grade_id.
+    ячейка выпуска с тем же grade_id, а у письменного ответа ещё и весь текст курса
+    (:func:`course_text`): переписанный в ответ вопрос — не свой текст.
     """
     tasks: dict[tuple[str, str], Task] = {}
     for lab, release in releases.items():
+        course = course_text(release)
         for grade_id, (kind, source) in answer_cells(release).items():
-            tasks[(lab, grade_id)] = Task(lab, grade_id, kind, source)
+            template = f"{source}\n\n{course}" if kind == "text" else source
+            tasks[(lab, grade_id)] = Task(lab, grade_id, kind, template)
     for student, lab, notebook in works:
         for grade_id, (kind, source) in answer_cells(notebook).items():
             task = tasks.setdefault((lab, grade_id), Task(lab, grade_id, kind))
