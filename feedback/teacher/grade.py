@@ -52,7 +52,7 @@ import nbformat
 
 from feedback.formatting import plural
 from feedback.settings import MIB, SettingError
-from feedback.teacher import analytics, files, gradebook, ledger, roster, uploads, warm
+from feedback.teacher import analytics, files, gradebook, handback, ledger, roster, uploads, warm
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.release import lab_sources
 from feedback.teacher.reports import ReportWriter
@@ -516,6 +516,12 @@ def _grade(
         raise SetupError(f"нет работ: в {source} не найдено ни одной тетрадки .ipynb")
     if run.matcher is not None:
         roster.save_participants(work, run.matcher.seen)
+    # Папки Moodle — для архива отзывов make export (feedback.teacher.handback).
+    handback.remember_folders(
+        work,
+        [(s.student, s.lab, s.file) for s in found]
+        + [(p.student, p.lab, p.file) for p in run.problems if p.lab in run.releases],
+    )
     run.uploads = {(s.student, s.lab): ledger.upload_fingerprint(s.notebook) for s in found}
     collection_problems = list(run.problems)
     cache = settings.cache
