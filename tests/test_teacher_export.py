@@ -23,7 +23,7 @@ import nbformat
 import pytest
 from moodle_support import download_zip, feedback_import
 
-from feedback.teacher import export, files, gradebook, handback, reports, roster
+from feedback.teacher import export, files, gradebook, handback, ledger, reports, roster
 from feedback.teacher import grade as grading
 from feedback.teacher.export import fill_worksheet, join_records, moodle_grades, parse_records
 from feedback.teacher.gradebook import TaskScore
@@ -469,6 +469,23 @@ def test_changes_say_what_changed_and_why(before, after, graded_now, row):
     found = changes({key: before}, {key: after}, {key} if graded_now else set())
     assert found == ([] if row is None else [["ivanov", LAB2, "check", *row]])
     assert changes({}, {key: after}, {key}) == []  # оценена впервые — не изменение
+
+
+def test_a_manual_grade_given_after_the_snapshot_and_taken_back_is_a_change():
+    """Оценку поставили в formgrader после make grade, учащийся переписал ответ, и следующий
+    make grade её снял: в снимке её не было, но строка есть — по баллам начала запуска."""
+    key = ("ivanov", LAB2)
+    snapshot = {key: scores(None, needs=True)}  # после make grade: ждёт проверки
+    graded = {key: scores(None, 1.0, needs=False)}  # в начале следующего: оценка в formgrader
+    reopened = {key: scores(None, needs=True, upload="b")}  # ответ изменён: снова ждёт
+    assert changes(snapshot, reopened, {key}, graded) == [
+        ["ivanov", LAB2, "check", "1", "", ledger.ANSWER_CHANGED]
+    ]
+    assert changes(snapshot, reopened, {key}) == []  # без баллов начала запуска её не видно
+    kept = {key: scores(None, 1.0, needs=False, upload="b")}  # ответ тот же: оценка осталась
+    assert changes(snapshot, kept, {key}, graded) == [
+        ["ivanov", LAB2, "check", "", "1", "ручная оценка"]
+    ]
 
 
 def test_tables_keep_rows_of_earlier_labs(tmp_path, monkeypatch):

@@ -540,6 +540,8 @@ def _grade(
         if any(job.gpu for job in jobs_list):
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
         warm_up(run, set(references), cache, templates, references)
+        # Баллы в базе перед первой записью этого запуска: с ручными оценками после снимка.
+        start = ledger.run_start(work, before)
         _run_units(run, jobs_list, scheduler, work)
     graded = {(s.student, s.lab) for s in found}
     reports = ReportWriter(work)
@@ -548,12 +550,13 @@ def _grade(
         _merge_safely(run, result, reports)
     write_tables(run)
     after = ledger.current_scores(work, run.uploads, before, run.answers)
-    rows = ledger.changes(before, after, set(run.uploads))
+    rows = ledger.changes(before, after, set(run.uploads), start)
     write_csv(work / ledger.CHANGES, ledger.CHANGES_HEADER, rows)
     _analytics(work)
     # Снимок баллов — последним: оборванный до этого места запуск повторяется с тем же
     # «прежним» снимком, и changes.csv повтора — тот же, что у запуска без обрыва.
     ledger.save_scores(work, after)
+    ledger.finish_run(work)
     _counts(len(found), collection_problems)
     return work / "grades.csv"
 
