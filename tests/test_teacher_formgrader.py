@@ -62,7 +62,7 @@ def test_main_prints_the_address_and_starts_that_very_server(monkeypatch, capsys
     started = {}
 
     def execve(path, args, env):
-        started.update(path=path, args=args, env=env, cwd=Path.cwd())
+        started.update(path=path, args=args, env=env)
 
     monkeypatch.setattr(formgrader.os, "execve", execve)
     monkeypatch.setattr(formgrader.os, "chdir", lambda path: started.update(chdir=Path(path)))

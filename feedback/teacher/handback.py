@@ -98,15 +98,11 @@ def remember_folders(work: Path, works: Iterable[tuple[str, str, str]]) -> None:
     (папка без номера участника) ничего не меняет.
     """
     merged = read_folders(work)
-    changed = False
     for student, lab, path in works:
         folder = submission_folder(path)
-        if student == "?" or folder is None:
-            continue
-        if merged.setdefault(lab, {}).get(student) != folder:
-            merged[lab][student] = folder
-            changed = True
-    if changed:
+        if student != "?" and folder is not None:
+            merged.setdefault(lab, {})[student] = folder
+    if merged or (work / FOLDERS).exists():
         ordered = {lab: dict(sorted(merged[lab].items())) for lab in sorted(merged)}
         files.write_text(work / FOLDERS, json.dumps(ordered, ensure_ascii=False, indent=1))
 
