@@ -19,7 +19,8 @@ stamp = $(VENV)/.installed-$(subst $(comma),-,$(1))
 LAB_STAMP := $(call stamp,$(LAB_EXTRAS))
 STAMP := $(call stamp,$(EXTRAS))
 
-.PHONY: lab test test-all lint unit unit-fast nbval nbval-cpu notebooks release check-notebooks grade feedback export public \
+.PHONY: lab test test-all lint unit unit-fast nbval nbval-cpu notebooks release check-notebooks grade formgrader \
+	feedback export public \
 	sandbox bench gpu-check env browser clean
 
 # Ставит uv (версия — из дополнения dev в pyproject.toml), а он — пакет курса и свежий pip:
@@ -130,11 +131,17 @@ grade: $(STAMP) sandbox
 bench: $(STAMP) sandbox
 	$(BIN)/python -m feedback.teacher.bench
 
+# Ручная проверка: JupyterLab из .venv в папке курса (её nbgrader_config.py) с formgrader nbgrader;
+# браузер открывается сразу на formgrader, адрес с токеном печатается (feedback/teacher/formgrader.py).
+formgrader: $(STAMP)
+	$(BIN)/python -m feedback.teacher.formgrader
+
 # Отчёты для учащихся заново — после ручной проверки в formgrader (ничего не выполняет).
 feedback: $(STAMP)
 	$(BIN)/python -m feedback.teacher.reports
 
-# Оценки для Moodle: .course-work/export/moodle_grades.csv («Импорт оценок → CSV-файл»); с
+# Оценки для Moodle: .course-work/export/moodle_grades.csv («Импорт оценок → CSV-файл»), отчёты —
+# export/<лаб>_feedback_files.zip («Загрузить несколько файлов с отзывами в ZIP»); с
 # ведомостью задания — её заполненная копия: make export WORKSHEET=ведомость.csv LAB=7.2
 export: $(STAMP)
 	$(BIN)/python -m feedback.teacher.export $(if $(WORKSHEET),--worksheet "$(WORKSHEET)") \

@@ -2,7 +2,8 @@
 
 JupyterLab запускается так же, как в ``make lab`` (``.venv/bin/jupyter lab``), но на
 свободном порту 127.0.0.1, с токеном и без браузера, в своих временных папках настроек.
-Так же запускается и ``jupyter server`` с formgrader для tests/test_formgrader.py.
+Так же запускается и ``jupyter server`` с formgrader для tests/test_formgrader.py, а
+:func:`course_formgrader` запускает саму команду ``make formgrader``.
 Браузер — системный Chromium (``apt-get install chromium``): Playwright только управляет
 им и ничего не скачивает.
 """
@@ -83,6 +84,8 @@ class LabServer:
     url: str
     token: str
     log: Path
+    #: адрес, который напечатала команда запуска (make formgrader)
+    printed: str = ""
 
     def notebook_url(self, relative: str, workspace: str) -> str:
         """Адрес тетрадки в своём рабочем пространстве JupyterLab (без чужих вкладок)."""
@@ -170,6 +173,66 @@ def formgrader_server(
     url = f"http://127.0.0.1:{port}"
     with _serve(command, root_dir, env, log, url, token, timeout, "jupyter server") as server:
         yield server
+
+
+@contextmanager
+def course_formgrader(
+    work_dir: Path, grading_dir: Path, timeout: float = 60
+) -> Iterator[LabServer]:
+    """Запускает ``make formgrader`` (``python -m feedback.teacher.formgrader``) без браузера.
+
+    Адрес с токеном берётся из того, что команда печатает преподавателю. Настройки JupyterLab
+    и runtime — во временной ``work_dir``, ``COURSE7_GRADING_DIR`` — папка оценивания.
+    """
+    port = _free_port()
+    env = _server_env(
+        COURSE7_GRADING_DIR=str(grading_dir),
+        JUPYTER_CONFIG_DIR=str(work_dir / "config"),
+        JUPYTER_RUNTIME_DIR=str(work_dir / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(work_dir / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(work_dir / "workspaces"),
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "feedback.teacher.formgrader",
+        "--no-browser",
+        f"--port={port}",
+    ]
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log = work_dir / "formgrader.log"
+    with log.open("w", encoding="utf-8") as log_file:
+        process = subprocess.Popen(
+            command,
+            cwd=work_dir,  # команда сама переходит в папку курса
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        printed = _printed_url(log, process, timeout)
+        token = re.search(r"token=(\w+)", printed)[1]
+        server = LabServer(f"http://127.0.0.1:{port}", token, log, printed)
+        _wait_until_ready(server, process, timeout, "make formgrader")
+        yield server
+    finally:
+        _stop(process)
+
+
+def _printed_url(log: Path, process: subprocess.Popen, timeout: float) -> str:
+    """Первый адрес, который напечатала команда (``formgrader: http://…``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"^formgrader: (http\S+)$", log.read_text(encoding="utf-8"), re.M)
+        if found:
+            return found[1]
+        if process.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise RuntimeError(f"make formgrader не напечатал адрес:\n{log.read_text(encoding='utf-8')}")
 
 
 @contextmanager

@@ -14,6 +14,10 @@ tests/test_hostile_pages.py). Работа со скриптами в ответ
 (:func:`feedback.teacher.reports.rewrite_all`) оказываются в отчёте учащегося, а критерии
 оценки видны только в formgrader.
 
+Повторная сдача проходит весь путь преподавателя на своей рабочей папке: архив Moodle →
+``make grade`` → оценка в formgrader в Chromium → ``make feedback`` → ``make export``, затем
+архив с переписанным ответом и те же команды: везде «ждёт ручной проверки», а не прежний балл.
+
 Браузерная часть пропускается без Chromium (или падает при ``COURSE7_REQUIRE_BROWSER=1``).
 """
 
@@ -30,8 +34,10 @@ from collections import Counter
 import pytest
 from bs4 import BeautifulSoup
 from corpus import LAB2, PWNED
+from moodle_support import download_zip
 
 from browser_support import ROOT, SCREENSHOTS, chromium_or_skip, formgrader_server, server_page
+from submissions import read_csv, submission
 
 #: Страницы в настоящем Chromium: среди тестов класса они идут первыми (tests/conftest.py).
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -289,3 +295,166 @@ def test_manual_grading_in_formgrader_reaches_the_report(grading_copy, tmp_path)
     text = page.get_text()
     assert "Критерии" not in text and "В 100 раз" not in text
     print(f"ручная проверка в formgrader и отчёт: {time.monotonic() - started:.1f} с")
+
+
+# --------------------------------------------------------------------------- повторная сдача
+
+ANSWER = "reflection_scaling"
+FIRST = "FLOPs растут в 100 раз: и параметров, и токенов в 10 раз больше."
+SECOND = "Переписал: в 100 раз, потому что 6·P·N линейна и по P, и по N."
+KEPT = "В 100 раз: FLOPs ≈ 6·P·N, а P и N выросли в 10 раз."
+IVANOV_COMMENT = "Верно, но почему именно произведение?"
+PETROVA_COMMENT = "Верно и с формулой."
+CLASS = (
+    "id,first_name,last_name,email\n"
+    "ivanov,Иван,Иванов,ivanov@example.org\n"
+    "petrova,Анна,Петрова,petrova@example.org\n"
+)
+IVANOV, PETROVA = (
+    "Иванов Иван_101_assignsubmission_file_",
+    "Анна Петрова_102_assignsubmission_file_",
+)
+#: Ведомость задания Moodle, скачанная до первой выгрузки: оценок ещё нет.
+SHEET = (
+    'Идентификатор,"Полное имя","Адрес электронной почты",Статус,Оценка,'
+    '"Максимальная оценка","Оценка может быть изменена",'
+    '"Последнее изменение (представленный ответ)","Последнее изменение (оценка)",'
+    '"Отзыв в виде комментария"\n'
+    '"Участник 101","Иван Иванов",ivanov@example.org,"Ответы для оценки",,"6,00",Да,-,-,\n'
+    '"Участник 102","Анна Петрова",petrova@example.org,"Ответы для оценки",,"6,00",Да,-,-,\n'
+)
+
+
+def _grade_in_browser(server, chromium, student: str, score: str, comment: str) -> None:
+    """Балл и комментарий к письменному ответу — в formgrader, как их ставит преподаватель."""
+    from playwright.sync_api import expect
+
+    listed = api(server, f"submitted_notebooks/{LAB2}/{LAB2}")
+    item = next(item for item in listed if item["student"] == student)
+    with server_page(server, chromium) as page:
+        page.goto(f"{server.url}/formgrader/submissions/{item['id']}/", wait_until="load")
+        page.wait_for_load_state("networkidle")
+        field, note = (
+            page.locator(f"input.score#{ANSWER}"),
+            page.locator(f"textarea#{ANSWER}-comment"),
+        )
+        expect(field).to_have_value("")
+        for locator, value, kind in ((field, score, "grade"), (note, comment, "comment")):
+            with page.expect_response(
+                lambda r, kind=kind: (
+                    f"/formgrader/api/{kind}/" in r.url and r.request.method == "PUT"
+                )
+            ) as saved:
+                locator.fill(value)
+                locator.blur()
+            assert saved.value.ok
+
+
+def _manual_state(server, student: str) -> tuple[bool, object]:
+    """Что formgrader показывает у ответа: ждёт ли проверки и какой ручной балл."""
+    listed = api(server, f"submitted_notebooks/{LAB2}/{LAB2}")
+    item = next(item for item in listed if item["student"] == student)
+    (grade,) = [g for g in api(server, f"grades?submission_id={item['id']}") if g["name"] == ANSWER]
+    return item["needs_manual_grade"], grade["manual_score"]
+
+
+def _by(rows: list[dict], *keys: str) -> dict:
+    """Строки таблицы по значению столбца (или по кортежу значений нескольких столбцов)."""
+    if len(keys) == 1:
+        return {row[keys[0]]: row for row in rows}
+    return {tuple(row[key] for key in keys): row for row in rows}
+
+
+def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
+    tmp_path, monkeypatch, sandbox, fresh_work, capsys
+):
+    """Ручная оценка в formgrader (Chromium), учащийся переписал ответ и сдал заново:
+    ``make grade`` → ``make feedback`` → ``make export`` — отчёт, summary.html, grades.csv,
+    changes.csv, moodle_grades.csv и ведомость говорят «ждёт ручной проверки», а не прежний
+    балл. У Петровой ответ тот же — её оценка и комментарий остаются."""
+    chromium = chromium_or_skip("ручная проверка и повторная сдача")
+
+    from feedback.teacher import export, gradebook, ledger, reports
+    from feedback.teacher import grade as grading
+
+    started = time.monotonic()
+    work = fresh_work(tmp_path / "work")
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
+    (tmp_path / "students.csv").write_text(CLASS, encoding="utf-8")
+    sheet = tmp_path / "ведомость.csv"
+    sheet.write_text(SHEET, encoding="utf-8")
+
+    def semester_step(zip_name: str, ivanov_answer: str) -> None:
+        """Архив Moodle → make grade → (formgrader) → make feedback → make export."""
+        works = {
+            IVANOV: submission(LAB2, {ANSWER: ivanov_answer}),
+            PETROVA: submission(LAB2, {ANSWER: KEPT}),
+        }
+        archive = download_zip(tmp_path / zip_name, LAB2, works)
+        grading.grade(archive, jobs=2, roster_file=tmp_path / "students.csv")
+
+    def feedback_and_export() -> dict[str, dict[str, str]]:
+        assert reports.main() == 0
+        assert export.main(["--worksheet", str(sheet), "--lab", "7.2"]) == 0
+        return _by(read_csv(work / "export" / "moodle_grades.csv"), "id")
+
+    semester_step("7.2.zip", FIRST)
+    with formgrader_server(ROOT, tmp_path / "server-1", work) as server:
+        assert _manual_state(server, "ivanov") == (True, None)
+        _grade_in_browser(server, chromium, "ivanov", "1", IVANOV_COMMENT)
+        _grade_in_browser(server, chromium, "petrova", "1", PETROVA_COMMENT)
+    moodle = feedback_and_export()
+    assert (moodle["ivanov"][TITLE], moodle["petrova"][TITLE]) == ("5", "5")  # оценки дошли
+
+    semester_step("7.2-again.zip", SECOND)  # Иванов переписал ответ, Петрова сдала то же
+    with formgrader_server(ROOT, tmp_path / "server-2", work) as server:
+        assert _manual_state(server, "ivanov") == (True, None)  # formgrader снова просит
+        assert _manual_state(server, "petrova") == (False, 1.0)
+    moodle = feedback_and_export()
+    capsys.readouterr()
+
+    # Отчёт: ответ ждёт проверки, прежних балла и комментария нет.
+    report = work / "feedback_reports" / "ivanov" / LAB2 / f"{LAB2}.html"
+    page = BeautifulSoup(report.read_text(encoding="utf-8"), "html.parser")
+    toc = [" ".join(item.get_text().split()) for item in page.select("#toc li")]
+    assert f"Письменный ответ: Вопрос 1 (баллы: {PENDING}, до 1 балла)" in toc
+    assert IVANOV_COMMENT not in page.get_text() and SECOND in page.get_text()
+    header = " ".join(page.find("h4").get_text().split())
+    assert header == f"{TITLE} — 4 из 6 баллов, ещё 1 балл — после проверки преподавателем"
+    kept = (work / "feedback_reports" / "petrova" / LAB2 / f"{LAB2}.html").read_text("utf-8")
+    assert PETROVA_COMMENT in kept and PENDING not in kept
+
+    # summary.html: в «Ждут ручной проверки» — Иванов с этим ответом, Петровой там нет.
+    summary = BeautifulSoup((work / "summary.html").read_text("utf-8"), "html.parser")
+    waiting = [
+        [" ".join(cell.get_text().split()) for cell in row.find_all("td")]
+        for row in summary.select("section#pending tr")[1:]
+    ]
+    assert waiting == [["ivanov", LAB2, ANSWER, "1"]]
+
+    # grades.csv и changes.csv: балл ждёт проверки; почему — ответ изменён.
+    grades = _by(read_csv(work / "grades.csv"), "student_id", "assignment")
+    ivanov, petrova = grades[("ivanov", LAB2)], grades[("petrova", LAB2)]
+    assert (ivanov["score"], ivanov["pending_manual_points"]) == ("4.0", "1.0")
+    assert (petrova["score"], petrova["pending_manual_points"]) == ("5.0", "0.0")
+    changed = _by(read_csv(work / ledger.CHANGES), "student_id", "task")
+    row = changed[("ivanov", ANSWER)]
+    assert (row["old_points"], row["new_points"], row["why"]) == ("1", "", ledger.ANSWER_CHANGED)
+    row = changed[("petrova", ANSWER)]  # её оценка с прошлого make grade — и осталась
+    assert (row["old_points"], row["new_points"], row["why"]) == ("", "1", "ручная оценка")
+    (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
+    assert (archived["student_id"], archived["manual_points"], archived["comment"]) == (
+        "ivanov",
+        "1",
+        IVANOV_COMMENT,
+    )
+
+    # Обе выгрузки для Moodle: у Иванова оценки нет, отзыв — «ждёт ручной проверки».
+    assert moodle["ivanov"][TITLE] == ""
+    assert "ждёт ручной проверки" in moodle["ivanov"][f"{TITLE} — отзыв"]
+    assert moodle["petrova"][TITLE] == "5"
+    worksheet = _by(read_csv(work / "export" / f"{LAB2}_worksheet.csv"), "Идентификатор")
+    assert worksheet["Участник 101"]["Оценка"] == ""  # не выставлена
+    assert worksheet["Участник 102"]["Оценка"] == "5,00"
+    assert gradebook.results(work)[("ivanov", LAB2)].pending_points == 1
+    print(f"повторная сдача от архива до выгрузки: {time.monotonic() - started:.1f} с")

@@ -1,9 +1,10 @@
-"""Оценки для LMS: grades.csv, moodle_grades.csv, ведомость Moodle, changes.csv.
+"""Оценки для LMS: grades.csv, moodle_grades.csv, ведомость Moodle, архив отзывов, changes.csv.
 
 База оценок здесь строится через API nbgrader из выпуска notebooks/ (без песочницы и
 ``generate_assignment``), а результаты работ записывает настоящий ``gradebook.record``.
 Один медленный тест в конце проходит весь путь: архивы Moodle двух лабораторных →
 ``make grade`` → ручная оценка → ``make feedback`` → ``make export`` → повторное оценивание.
+Архив отзывов читается так, как его читает импорт Moodle (tests/moodle_support.py).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+from moodle_support import download_zip, feedback_import
 
-from feedback.teacher import export, gradebook, reports, roster
+from feedback.teacher import export, files, gradebook, handback, ledger, reports, roster
 from feedback.teacher import grade as grading
 from feedback.teacher.export import fill_worksheet, join_records, moodle_grades, parse_records
 from feedback.teacher.gradebook import TaskScore
@@ -300,6 +302,135 @@ def test_raw_records_join_back_to_the_same_text(text):
         ]
 
 
+# --------------------------------------------------------------------------- архив отзывов
+
+
+def download_folders(download: Path) -> dict[int, str]:
+    """Папки участников в архиве «Скачать все ответы»: номер участника → папка."""
+    with zipfile.ZipFile(download) as zf:
+        folders = {name.split("/")[0] for name in zf.namelist()}
+    return {int(roster.parse_lms_name(folder).participant): folder for folder in folders}
+
+
+def assert_feedback_zip_matches_download(work: Path, lab: str, download: Path) -> None:
+    """Импорт Moodle отдаёт каждый отчёт его владельцу, и папка — как в скачанном архиве."""
+    in_moodle = download_folders(download)  # все участники задания, и без отчёта
+    owners = {
+        int(number): student
+        for (student, name), number in roster.read_participants(work).items()
+        if name == lab
+    }
+    reported = {p.parent.parent.name for p in (work / "feedback_reports").glob(f"*/{lab}/*.html")}
+    archive = work / "export" / handback.archive_name(lab)
+    imported, skipped = feedback_import(archive, set(in_moodle))
+    assert skipped == []
+    assert sorted(item.participant for item in imported) == sorted(
+        number for number, student in owners.items() if student in reported
+    )
+    for item in imported:
+        student = owners[item.participant]
+        assert item.folder == in_moodle[item.participant], student
+        assert item.filename.lstrip("/") == f"{lab}.html"
+        report = work / "feedback_reports" / student / lab / f"{lab}.html"
+        assert item.data == report.read_bytes()
+    with zipfile.ZipFile(archive) as zf:
+        assert all(info.flag_bits & handback.UTF8_FLAG for info in zf.infolist())
+
+
+def report_of(work: Path, student: str, lab: str) -> bytes:
+    return (work / "feedback_reports" / student / lab / f"{lab}.html").read_bytes()
+
+
+def test_feedback_zip_has_a_folder_per_learner_with_a_report_and_a_number(work, capsys):
+    gradebook.record(work, result("sidorov", LAB2))  # отчёт есть, номера участника нет
+    reports.rewrite_all(work)
+    # Папки из скачанного архива: с «_» в имени Moodle прочёл бы «Ivan» как номер, у другой —
+    # чужой номер. Обе составляются заново из имени и номера.
+    files.write_text(
+        work / handback.FOLDERS,
+        json.dumps(
+            {
+                LAB2: {
+                    "ivanov": "Ivanov_Ivan_101_assignsubmission_file_",
+                    "petrova": "Анна Петрова_999_assignsubmission_file_",
+                },
+                LAB4: {"ivanov": "Иванов Иван_205_assignsubmission_file"},
+            }
+        ),
+    )
+    target = work / "export" / handback.archive_name(LAB2)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"old")
+    assert export.main([]) == 0
+    out = capsys.readouterr().out
+    assert f"{target} (2 отчёта)" in out
+    assert "отчёт не в архиве: sidorov" in out
+    imported, skipped = feedback_import(target, {101, 102, 103})
+    assert skipped == []
+    got = {item.participant: item for item in imported}
+    assert sorted(got) == [101, 102]
+    assert got[101].data == report_of(work, "ivanov", LAB2)
+    assert got[102].data == report_of(work, "petrova", LAB2)
+    assert got[101].folder == "Иван Иванов_101_assignsubmission_file_"
+    # Имя — из списка учащихся (имя, фамилия); кавычки Moodle из имён папок убирает.
+    assert got[102].folder == "=HYPERLINK(x) Петрова, Анна Аня_102_assignsubmission_file_"
+    (lab4,) = feedback_import(work / "export" / handback.archive_name(LAB4), {205})[0]
+    assert lab4.folder == "Иванов Иван_205_assignsubmission_file"  # как в архиве: Moodle 4.1+
+    assert not list(target.parent.glob(f"*{files.TEMP_SUFFIX}"))
+
+    # Один номер у двух учащихся (lms_ids.csv поправлен вручную): ни один отчёт не уходит.
+    roster.save_participants(work, {("sidorov", LAB2): "101"})
+    (done,) = [item for item in handback.build_all(work) if item.lab == LAB2]
+    assert done.shared_number == ["ivanov", "sidorov"] and list(done.folders) == ["petrova"]
+
+
+def test_a_broken_feedback_zip_write_keeps_the_previous_archive(work, monkeypatch):
+    reports.rewrite_all(work)
+    (first,) = [item for item in handback.build_all(work) if item.lab == LAB2]
+    before = first.path.read_bytes()
+    (work / "feedback_reports" / "ivanov" / LAB2 / f"{LAB2}.html").write_text("новый", "utf-8")
+
+    def broken(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(zipfile.ZipFile, "writestr", broken)
+    with pytest.raises(OSError):
+        handback.build_all(work)
+    assert first.path.read_bytes() == before
+    assert not list(first.path.parent.glob(f"*{files.TEMP_SUFFIX}"))
+
+
+IVANOV_101 = "Иванов Иван_101_assignsubmission_file"
+
+
+@pytest.mark.parametrize(
+    ("path", "folder"),
+    [
+        (f"{IVANOV_101}_/lab.ipynb", f"{IVANOV_101}_"),
+        (f"{IVANOV_101}/a/lab.ipynb", IVANOV_101),  # Moodle 4.1 и новее
+        (f"{IVANOV_101}_lab.ipynb", f"{IVANOV_101}_"),  # «Скачать ответы в папках» выключено
+        ("Участник_7_assignsubmission_file_/lab.ipynb", "Участник_7_assignsubmission_file_"),
+        ("ivanov/lab_7_2_training_flops/lab.ipynb", None),
+        ("lab.ipynb", None),
+    ],
+)
+def test_the_moodle_folder_of_an_upload(path, folder):
+    assert handback.submission_folder(path) == folder
+
+
+@pytest.mark.parametrize(
+    "name", ["Иван Иванов", 'Петрова, Анна "Аня"', "a_b/c\\d:e*f?g", "", "  \t", "_"]
+)
+def test_a_made_up_folder_is_read_by_moodle_as_that_participant(tmp_path, name):
+    folder = handback.made_up_folder(name, "42")
+    archive = tmp_path / "feedback.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"{folder}/{LAB2}.html", "отчёт")
+    ((item,), skipped) = feedback_import(archive, {42})
+    assert skipped == [] and item.folder == folder and item.filename == f"/{LAB2}.html"
+    assert folder.split("_")[0].strip() and "/" not in folder
+
+
 # --------------------------------------------------------------------------- changes.csv
 
 
@@ -340,6 +471,23 @@ def test_changes_say_what_changed_and_why(before, after, graded_now, row):
     assert changes({}, {key: after}, {key}) == []  # оценена впервые — не изменение
 
 
+def test_a_manual_grade_given_after_the_snapshot_and_taken_back_is_a_change():
+    """Оценку поставили в formgrader после make grade, учащийся переписал ответ, и следующий
+    make grade её снял: в снимке её не было, но строка есть — по баллам начала запуска."""
+    key = ("ivanov", LAB2)
+    snapshot = {key: scores(None, needs=True)}  # после make grade: ждёт проверки
+    graded = {key: scores(None, 1.0, needs=False)}  # в начале следующего: оценка в formgrader
+    reopened = {key: scores(None, needs=True, upload="b")}  # ответ изменён: снова ждёт
+    assert changes(snapshot, reopened, {key}, graded) == [
+        ["ivanov", LAB2, "check", "1", "", ledger.ANSWER_CHANGED]
+    ]
+    assert changes(snapshot, reopened, {key}) == []  # без баллов начала запуска её не видно
+    kept = {key: scores(None, 1.0, needs=False, upload="b")}  # ответ тот же: оценка осталась
+    assert changes(snapshot, kept, {key}, graded) == [
+        ["ivanov", LAB2, "check", "", "1", "ручная оценка"]
+    ]
+
+
 def test_tables_keep_rows_of_earlier_labs(tmp_path, monkeypatch):
     """Архив 7.4 после архива 7.2: строки 7.2 остаются, а оценённая заново работа — своя."""
     monkeypatch.setattr(grading.gradebook, "export", lambda work: None)
@@ -378,14 +526,6 @@ def test_tables_keep_rows_of_earlier_labs(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- весь путь
 
 
-def moodle_zip(path: Path, lab: str, works: dict[str, dict]) -> Path:
-    """Архив «Скачать все ответы»: папка на участника, в ней тетрадка."""
-    with zipfile.ZipFile(path, "w") as zf:
-        for folder, nb in works.items():
-            zf.writestr(f"{folder}/{lab}.ipynb", json.dumps(nb, ensure_ascii=False))
-    return path
-
-
 @pytest.mark.slow
 def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, capsys):
     """Два архива Moodle (у Иванова в них разные номера), список, ручная оценка, Moodle, регрейд."""
@@ -393,7 +533,7 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
     (tmp_path / "students.csv").write_text(ROSTER, encoding="utf-8")
     answered = submission(LAB2, {"reflection_scaling": "Растёт линейно с числом токенов."})
-    zip2 = moodle_zip(
+    zip2 = download_zip(
         tmp_path / "7.2.zip",
         LAB2,
         {
@@ -403,12 +543,13 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
             "=cmd Олег_151_assignsubmission_file_": submission(LAB2),
         },
     )
-    zip4 = moodle_zip(
+    zip4 = download_zip(
         tmp_path / "7.4.zip",
         LAB4,
         {
             "Иван Иванов_205_assignsubmission_file_": submission(LAB4),
-            "Алексеев Петр_206_assignsubmission_file_": submission(LAB4),
+            # Moodle 4.1 и новее называет папки без «_» в конце.
+            "Алексеев Петр_206_assignsubmission_file": submission(LAB4),
         },
     )
     started = time.monotonic()
@@ -466,6 +607,9 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
     assert moodle["alekseev"][TITLE2] == ""  # не сдавал
     assert moodle["alekseev"]["Лабораторная 7.4. Оцените память GPU"] == "10"
     assert rows_of(work / "export" / f"{LAB2}_worksheet.csv")[1][4] == "5,00"
+    # Архив отзывов: Moodle раздаёт отчёты по папкам — тем же, что в скачанном архиве.
+    for lab, download in ((LAB2, zip2), (LAB4, zip4)):
+        assert_feedback_zip_matches_download(work, lab, download)
 
     # Проверка «исправлена»: в прошлый раз она давала 0 за таблицу FLOPs, теперь — 2.
     recorded = gradebook.record

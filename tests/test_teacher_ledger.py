@@ -79,3 +79,25 @@ def test_a_manual_grade_stays_until_the_graded_answer_changes(tmp_path, sandbox,
     assert float(row["pending_manual_points"]) >= 1
     result = gradebook.results(work)[("ivanov", LAB2)]
     assert export.final_score(result) is None  # пусто в Moodle, а не прежние баллы
+
+
+def test_a_grade_given_after_the_last_run_and_taken_by_the_next_is_in_changes(
+    tmp_path, sandbox, fresh_work
+):
+    """Обычный семестр: make grade, оценка в formgrader, учащийся переписал ответ, make grade.
+    Снимок прошлого запуска оценки не знает, а changes.csv и manual_archive.csv — знают."""
+    settings = replace(Settings.from_env(), work=fresh_work(tmp_path / "work"))
+    work, folder = settings.work, tmp_path / "submitted"
+    _grade_once(settings, folder, FIRST)
+    _manual(work, 1.0, COMMENT)
+    _grade_once(settings, folder, SECOND)
+    assert _task(work).pending
+    (change,) = [r for r in read_csv(work / ledger.CHANGES) if r["task"] == ANSWER]
+    assert (change["old_points"], change["new_points"], change["why"]) == (
+        "1",
+        "",
+        ledger.ANSWER_CHANGED,
+    )
+    (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
+    assert (archived["manual_points"], archived["comment"]) == ("1", COMMENT)
+    assert not (work / ledger.START).exists()  # запуск дошёл до конца

@@ -11,6 +11,8 @@
    комментария» в строках участников, чьи номера этой лабораторной записаны в lms_ids.csv;
    остальные байты файла — те же (разделитель, кавычки, концы строк), файл преподавателя не
    переписывается. Десятичный разделитель — тот, что уже стоит в ведомости.
+3. Отчёты для учащихся: ``export/<лаб>_feedback_files.zip`` — для Moodle «Загрузить несколько
+   файлов с отзывами в ZIP» (:mod:`feedback.teacher.handback`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 import nbformat
 
 from feedback.formatting import plural
-from feedback.teacher import files, gradebook, roster
+from feedback.teacher import files, gradebook, handback, roster
 from feedback.teacher.release import lab_sources
 from feedback.teacher.tables import safe_cell, write_csv
 
@@ -384,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         grades, by_task = gradebook.export(work)
         target, strangers = moodle_grades(work)
         filled = fill_worksheet(work, args.worksheet, args.lab) if args.worksheet else None
+        handed = handback.build_all(work)
     except (ExportError, roster.RosterError) as error:
         print(f"Выгрузка не сделана: {error}", file=sys.stderr)
         return 2
@@ -408,7 +411,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Оценку нельзя изменить в Moodle (не тронуты): {_listed(filled.locked)}.")
         if filled.untouched:
             print(f"Строк без оценённой работы этой лабораторной (не тронуты): {filled.untouched}.")
+    _print_handback(handed, titles=lab_titles())
     return 0
+
+
+def _print_handback(handed: list[handback.HandBack], titles: dict[str, str]) -> None:
+    """Что сделано с архивами отзывов: куда загрузить, сколько отчётов, кого нет."""
+    for done in handed:
+        title = titles.get(done.lab, done.lab)
+        if done.path is not None:
+            reports = plural(len(done.folders), "отчёт", "отчёта", "отчётов")
+            print(
+                f"Отчёты «{title}» для Moodle «Загрузить несколько файлов с отзывами в ZIP»: "
+                f"{done.path} ({reports})."
+            )
+        if done.no_participant:
+            print(
+                f"Нет номера участника Moodle в задании «{title}» (работа не из архива "
+                f"«Скачать все ответы»), отчёт не в архиве: {_listed(done.no_participant)}."
+            )
+        if done.shared_number:
+            print(
+                f"Один номер участника Moodle у нескольких учащихся в задании «{title}» "
+                f"(lms_ids.csv), их отчёты не в архиве: {_listed(done.shared_number)}."
+            )
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from nbgrader.utils import is_grade, is_solution, is_task
 
 from feedback.formatting import format_plain, plural
 from feedback.settings import MIB, SettingError
-from feedback.teacher import analytics, files, gradebook, ledger, roster, uploads, warm
+from feedback.teacher import analytics, files, gradebook, handback, ledger, roster, uploads, warm
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.release import lab_sources
 from feedback.teacher.reports import ReportWriter
@@ -527,6 +527,12 @@ def _grade(
         raise SetupError(f"нет работ: в {source} не найдено ни одной тетрадки .ipynb")
     if run.matcher is not None:
         roster.save_participants(work, run.matcher.seen)
+    # Папки Moodle — для архива отзывов make export (feedback.teacher.handback).
+    handback.remember_folders(
+        work,
+        [(s.student, s.lab, s.file) for s in found]
+        + [(p.student, p.lab, p.file) for p in run.problems if p.lab in run.releases],
+    )
     run.uploads = {(s.student, s.lab): ledger.upload_fingerprint(s.notebook) for s in found}
     collection_problems = list(run.problems)
     cache = settings.cache
@@ -545,6 +551,8 @@ def _grade(
         if any(job.gpu for job in jobs_list):
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
         warm_up(run, set(references), cache, templates, references)
+        # Баллы в базе перед первой записью этого запуска: с ручными оценками после снимка.
+        start = ledger.run_start(work, before)
         _run_units(run, jobs_list, scheduler, work)
     graded = {(s.student, s.lab) for s in found}
     reports = ReportWriter(work)
@@ -553,12 +561,13 @@ def _grade(
         _merge_safely(run, result, reports)
     write_tables(run)
     after = ledger.current_scores(work, run.uploads, before, run.answers)
-    rows = ledger.changes(before, after, set(run.uploads))
+    rows = ledger.changes(before, after, set(run.uploads), start)
     write_csv(work / ledger.CHANGES, ledger.CHANGES_HEADER, rows)
     _analytics(work)
     # Снимок баллов — последним: оборванный до этого места запуск повторяется с тем же
     # «прежним» снимком, и changes.csv повтора — тот же, что у запуска без обрыва.
     ledger.save_scores(work, after)
+    ledger.finish_run(work)
     print(count_line(found, collection_problems), file=sys.stderr, flush=True)
     if not found:
         raise NothingGraded(

@@ -12,6 +12,12 @@
 
 Снимок пишется последним шагом запуска: оборванный раньше запуск повторяется с тем же
 прежним снимком, и его changes.csv — тот же, что у запуска без обрыва.
+
+Ручную оценку преподаватель обычно ставит в formgrader уже после снимка, и в снимке её нет.
+Поэтому в начале запуска баллы в базе записываются ещё раз (``scores-start.json``,
+:func:`run_start`): снятая в этом запуске оценка, поставленная после прошлого, тоже даёт строку
+changes.csv. Оборванный запуск оставляет этот файл, и повтор берёт его, а не базу, из которой
+оценка к тому времени уже снята.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ MANUAL_ARCHIVE = "manual_archive.csv"
 MANUAL_ARCHIVE_HEADER = ["student_id", "lab", "task", "manual_points", "comment", "why"]
 #: Почему ручная оценка снята (changes.csv и manual_archive.csv).
 ANSWER_CHANGED = gradebook.ANSWER_CHANGED
+#: Баллы в базе в начале запуска (с ручными оценками, поставленными после снимка).
+START = "scores-start.json"
 
 Key = tuple[str, str]
 
@@ -63,13 +71,7 @@ def upload_fingerprint(notebook: Any) -> str:
 NO_UPLOAD = upload_fingerprint([])
 
 
-def load_scores(work: Path) -> dict[Key, Graded] | None:
-    """Снимок баллов прошлого запуска (scores.json) или ``None``, если его нет."""
-    path = work / SCORES
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+def _parse(data: dict[str, Any]) -> dict[Key, Graded]:
     return {
         (item["student"], item["lab"]): Graded(
             item.get("upload"),
@@ -78,6 +80,16 @@ def load_scores(work: Path) -> dict[Key, Graded] | None:
         )
         for item in data.get("works", [])
     }
+
+
+def load_scores(work: Path) -> dict[Key, Graded] | None:
+    """Снимок баллов прошлого запуска (scores.json) или ``None``, если его нет."""
+    path = work / SCORES
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return _parse(data)
 
 
 def current_scores(
@@ -97,8 +109,8 @@ def current_scores(
     return found
 
 
-def save_scores(work: Path, scores: dict[Key, Graded]) -> None:
-    works = [
+def _dump(scores: dict[Key, Graded]) -> list[dict[str, Any]]:
+    return [
         {
             "student": student,
             "lab": lab,
@@ -111,7 +123,42 @@ def save_scores(work: Path, scores: dict[Key, Graded]) -> None:
         }
         for (student, lab), graded in sorted(scores.items())
     ]
-    files.write_text(work / SCORES, json.dumps({"works": works}, ensure_ascii=False, indent=1))
+
+
+def save_scores(work: Path, scores: dict[Key, Graded]) -> None:
+    data = {"works": _dump(scores)}
+    files.write_text(work / SCORES, json.dumps(data, ensure_ascii=False, indent=1))
+
+
+def _snapshot_digest(work: Path) -> str:
+    try:
+        return hashlib.sha256((work / SCORES).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def run_start(work: Path, before: dict[Key, Graded]) -> dict[Key, Graded]:
+    """Баллы в базе в начале запуска, отпечатки — из снимка ``before`` (см. модуль).
+
+    Файл запуска, оборванного после того же снимка, берётся как есть; файл от другого снимка
+    (запуск дошёл до конца) — нет.
+    """
+    path, basis = work / START, _snapshot_digest(work)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("basis") == basis:
+            return _parse(data)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    start = current_scores(work, {}, before)
+    data = {"basis": basis, "works": _dump(start)}
+    files.write_text(path, json.dumps(data, ensure_ascii=False, indent=1))
+    return start
+
+
+def finish_run(work: Path) -> None:
+    """Запуск дошёл до конца (снимок записан): баллы начала запуска больше не нужны."""
+    (work / START).unlink(missing_ok=True)
 
 
 def _points(value: float | None) -> str:
@@ -119,7 +166,10 @@ def _points(value: float | None) -> str:
 
 
 def changes(
-    before: dict[Key, Graded], after: dict[Key, Graded], graded_now: set[Key]
+    before: dict[Key, Graded],
+    after: dict[Key, Graded],
+    graded_now: set[Key],
+    start: dict[Key, Graded] | None = None,
 ) -> list[list[str]]:
     """Строки changes.csv: задание, прежние и новые баллы и почему они изменились.
 
@@ -128,14 +178,23 @@ def changes(
     работа оценена заново и файл другой; «изменилась проверка» — файл тот же, а баллы
     другие (исправлена проверка, рубрика или баллы задания). Работы, оценённые впервые, сюда
     не попадают: менять было нечего. Пустые баллы — ждёт ручной проверки (или задания не было).
+
+    ``start`` — баллы в начале запуска (:func:`run_start`): ручная оценка, поставленная после
+    снимка ``before`` и снятая в этом запуске, — строка с этой оценкой в прежних баллах.
     """
     rows = []
     for key, now in sorted(after.items()):
         earlier = before.get(key)
         if earlier is None:
             continue
+        began = (start or {}).get(key)
         for task in sorted(set(earlier.tasks) | set(now.tasks)):
             old, new = earlier.tasks.get(task), now.tasks.get(task)
+            given = began.tasks.get(task) if began else None
+            if _taken(given, new) and not (old and old.manual is not None):
+                why = _why(given, new, key in graded_now, earlier, now)
+                rows.append([*key, task, _points(given.score), _points(new.score), why])
+                continue
             old_score = old.score if old else None
             new_score = new.score if new else None
             if old_score == new_score and (old is None) == (new is None):
@@ -143,6 +202,17 @@ def changes(
             why = _why(old, new, key in graded_now, earlier, now)
             rows.append([*key, task, _points(old_score), _points(new_score), why])
     return rows
+
+
+def _taken(given: gradebook.TaskScore | None, new: gradebook.TaskScore | None) -> bool:
+    """Ручная оценка была и снята: задание снова ждёт проверки."""
+    return (
+        given is not None
+        and new is not None
+        and given.manual is not None
+        and new.manual is None
+        and new.waiting
+    )
 
 
 def _why(
@@ -153,8 +223,7 @@ def _why(
     now: Graded,
 ) -> str:
     why = []
-    reopened = old is not None and new is not None and old.manual is not None
-    if reopened and new.manual is None and new.waiting:
+    if _taken(old, new):
         why.append(ANSWER_CHANGED)
     elif (old.manual if old else None) != (new.manual if new else None):
         why.append("ручная оценка")
