@@ -118,6 +118,9 @@ def test_the_teacher_gets_formgrader_over_the_course(course_hub):
     assert "@jupyter/nbgrader:assignment-list" in hidden
     assert "@jupyter/nbgrader:formgrader" not in hidden
     assert "formgrader" not in _server_off(folder)
+    # Вкладка Formgrader — фрейм сервера преподавателя: JupyterHub по умолчанию их запрещает.
+    server = json.loads((folder / "jupyter_server_config.json").read_text())["ServerApp"]
+    assert server["tornado_settings"]["headers"]["Content-Security-Policy"] == hub.TEACHER_CSP
 
 
 def test_each_server_gets_its_own_settings_and_the_teacher_the_course(course_hub):

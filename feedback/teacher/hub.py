@@ -68,6 +68,9 @@ LEARNER_HIDDEN = (
 TEACHER_HIDDEN = ("@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:course-list")
 LEARNER_SERVER_OFF = ("formgrader", "course_list")
 TEACHER_SERVER_OFF = ("assignment_list", "course_list")
+#: formgrader открывается в JupyterLab во фрейме своего же сервера, а JupyterHub запрещает
+#: серверам любые фреймы (``frame-ancestors 'none'``): без этого вкладка Formgrader пуста.
+TEACHER_CSP = "frame-ancestors 'self'"
 #: Новости JupyterLab спрашивают каждого нового пользователя, присылать ли их, — в классе не нужно.
 ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
 #: Папки exchange nbgrader (nbgrader release_assignment создаёт их с этими правами):
@@ -208,10 +211,12 @@ def write_user_config(folder: Path, student_id: str | None, settings: Settings) 
         folder / "labconfig" / "page_config.json",
         {"disabledExtensions": {name: True for name in (*hidden, ANNOUNCEMENTS)}},
     )
-    extensions = {f"nbgrader.server_extensions.{name}": False for name in off}
-    _write_json(
-        folder / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": extensions}}
-    )
+    server: dict[str, Any] = {
+        "jpserver_extensions": {f"nbgrader.server_extensions.{name}": False for name in off}
+    }
+    if teacher:
+        server["tornado_settings"] = {"headers": {"Content-Security-Policy": TEACHER_CSP}}
+    _write_json(folder / "jupyter_server_config.json", {"ServerApp": server})
     return folder
 
 
@@ -430,7 +435,7 @@ def collect(settings: Settings) -> dict[str, str]:
     # (check_owner) назвала бы каждую сдачу подлогом; на сервере с настоящими пользователями
     # она остаётся.
     same_user = all(Path(item["path"]).stat().st_uid == os.getuid() for item in submitted)
-    api = nbgrader_api(settings, CollectApp__check_owner=not same_user)
+    api = nbgrader_api(settings, ExchangeCollect__check_owner=not same_user)
     return {lab: _checked(api.collect(lab, update=True), f"сбор {lab}") for lab in labs}
 
 
