@@ -133,6 +133,7 @@ def test_each_server_gets_its_own_settings_and_the_teacher_the_course(course_hub
     hub._pre_spawn_hook(spawner)
     assert spawner.notebook_dir == str(ROOT)  # formgrader: курс внутри корня сервера
     assert spawner.environment["COURSE7_GRADING_DIR"] == str(course_hub.settings.work)
+    assert spawner.environment["COURSE7_EXCHANGE_DIR"] == str(course_hub.settings.exchange)
     assert spawner.environment["JUPYTER_CONFIG_PATH"] == str(course_hub.config / "teacher")
     assert spawner.environment["KEEP"] == "1"
 
@@ -241,3 +242,16 @@ def test_feedback_goes_only_to_the_submission_that_was_graded(tmp_path):
     assert found["ivanov"] is None
     assert "новее оценённой" in found["Petrova"]
     assert hub.release_feedback(settings) == []  # курс не на JupyterHub: exchange нет
+
+
+def test_the_exchange_can_live_outside_the_work_folder(tmp_path):
+    """На сервере exchange — общая папка (COURSE7_EXCHANGE_DIR): её видят и учащиеся, и сбор."""
+    shared = tmp_path / "srv" / "exchange"
+    env = {"COURSE7_GRADING_DIR": str(tmp_path / "work"), "COURSE7_EXCHANGE_DIR": str(shared)}
+    settings = Settings.from_env(env)
+    assert settings.exchange == shared
+    assert (
+        Settings.from_env({"COURSE7_GRADING_DIR": str(tmp_path)}).exchange == tmp_path / "exchange"
+    )
+    learner = _nbgrader(hub.write_user_config(tmp_path / "config", "ivanov", settings))
+    assert learner.Exchange.root == str(shared)

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from feedback.formatting import plural
+from feedback.settings import EXCHANGE_DIR, GRADING_DIR
 from feedback.teacher import files, ledger, roster, uploads
 from feedback.teacher.settings import COURSE_ID, DEFAULT_WORK, Settings
 
@@ -268,6 +269,7 @@ def prepare(
     state = {
         "root": str(hub.settings.root),
         "work": str(work),
+        "exchange": str(hub.settings.exchange),
         "ip": hub.ip,
         "port": hub.port,
         "hub_port": free_port(),
@@ -304,7 +306,8 @@ def spawn_settings(name: str, state: Mapping[str, Any]) -> dict[str, Any]:
     notebook_dir = None
     if name == state["teacher"]:
         # formgrader работает, только если курс внутри корня сервера: корень — сам курс.
-        env["COURSE7_GRADING_DIR"] = state["work"]
+        env[GRADING_DIR.name] = state["work"]
+        env[EXCHANGE_DIR.name] = state["exchange"]
         notebook_dir = state["root"]
     return {"environment": env, "notebook_dir": notebook_dir}
 
@@ -520,7 +523,11 @@ def command(hub: Hub) -> list[str]:
 
 
 def hub_env(hub: Hub) -> dict[str, str]:
-    return {**os.environ, "COURSE7_GRADING_DIR": str(hub.settings.work)}
+    return {
+        **os.environ,
+        GRADING_DIR.name: str(hub.settings.work),
+        EXCHANGE_DIR.name: str(hub.settings.exchange),
+    }
 
 
 def banner(hub: Hub, state: Mapping[str, Any]) -> str:
