@@ -31,7 +31,7 @@ LAB = "lab_7_2_training_flops"
 
 
 @pytest.fixture
-def course_hub(tmp_path) -> hub.Hub:
+def prepared_hub(tmp_path) -> hub.Hub:
     """Рабочая папка с JupyterHub курса, подготовленным без базы оценок и без npm."""
     proxy = tmp_path / "bin" / "configurable-http-proxy"
     proxy.parent.mkdir()
@@ -44,14 +44,14 @@ def course_hub(tmp_path) -> hub.Hub:
     return chosen
 
 
-def configured(course_hub: hub.Hub) -> Config:
+def configured(prepared_hub: hub.Hub) -> Config:
     config = Config()
-    hub.configure(config, course_hub.folder)
+    hub.configure(config, prepared_hub.folder)
     return config
 
 
-def test_accounts_groups_and_login_come_from_the_roster(course_hub):
-    c = configured(course_hub)
+def test_accounts_groups_and_login_come_from_the_roster(prepared_hub):
+    c = configured(prepared_hub)
     assert c.Authenticator.allowed_users == {"teacher", "ivanov", "petrova"}
     assert c.Authenticator.admin_users == {"teacher"}
     assert c.JupyterHub.load_groups == {
@@ -59,28 +59,28 @@ def test_accounts_groups_and_login_come_from_the_roster(course_hub):
         f"nbgrader-{COURSE_ID}": {"users": ["ivanov", "petrova"]},
     }
     assert c.JupyterHub.authenticator_class == "shared-password"
-    passwords = json.loads((course_hub.folder / hub.PASSWORDS).read_text())
+    passwords = json.loads((prepared_hub.folder / hub.PASSWORDS).read_text())
     assert c.SharedPasswordAuthenticator.user_password == passwords["learners"]
     assert c.SharedPasswordAuthenticator.admin_password == passwords["teacher"]
     # Всё состояние JupyterHub — в рабочей папке: остановка ничего не теряет.
-    assert c.JupyterHub.db_url == f"sqlite:///{course_hub.folder / 'jupyterhub.sqlite'}"
-    assert Path(c.JupyterHub.cookie_secret_file).parent == course_hub.folder
-    assert c.SimpleLocalProcessSpawner.home_dir_template == str(course_hub.users / "{username}")
+    assert c.JupyterHub.db_url == f"sqlite:///{prepared_hub.folder / 'jupyterhub.sqlite'}"
+    assert Path(c.JupyterHub.cookie_secret_file).parent == prepared_hub.folder
+    assert c.SimpleLocalProcessSpawner.home_dir_template == str(prepared_hub.users / "{username}")
     assert c.JupyterHub.bind_url == "http://127.0.0.1:18123"
     assert c.ConfigurableHTTPProxy.command[0].endswith("configurable-http-proxy")
 
 
 @pytest.mark.slow  # импорт JupyterHub — секунды
-def test_jupyterhub_accepts_the_passwords_and_the_spawner(course_hub):
+def test_jupyterhub_accepts_the_passwords_and_the_spawner(prepared_hub):
     """Пароли проходят проверки самого JupyterHub (длина пароля администратора — от 32)."""
     from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
     from jupyterhub.spawner import SimpleLocalProcessSpawner
 
-    c = configured(course_hub)
+    c = configured(prepared_hub)
     auth = SharedPasswordAuthenticator(config=c)
     assert auth.admin_password and auth.user_password and auth.admin_password != auth.user_password
     spawner = SimpleLocalProcessSpawner(config=c, user=SimpleNamespace(name="petrova"))
-    assert spawner.home_dir == str(course_hub.users / "petrova")
+    assert spawner.home_dir == str(prepared_hub.users / "petrova")
 
 
 def _nbgrader(folder: Path) -> Config:
@@ -98,21 +98,21 @@ def _server_off(folder: Path) -> set[str]:
     return {name.rsplit(".", 1)[1] for name, on in extensions.items() if not on}
 
 
-def test_each_learner_submits_under_the_roster_id(course_hub):
+def test_each_learner_submits_under_the_roster_id(prepared_hub):
     """JupyterHub приводит имя входа к нижнему регистру, а exchange получает id из списка."""
-    config = _nbgrader(course_hub.config / "petrova")
+    config = _nbgrader(prepared_hub.config / "petrova")
     assert config.CourseDirectory.student_id == "Petrova"
     assert config.CourseDirectory.course_id == COURSE_ID
-    assert config.Exchange.root == str(course_hub.settings.exchange)
+    assert config.Exchange.root == str(prepared_hub.settings.exchange)
     assert config.Exchange.path_includes_course is True
-    hidden = _disabled(course_hub.config / "petrova")
+    hidden = _disabled(prepared_hub.config / "petrova")
     assert "@jupyter/nbgrader:formgrader" in hidden
     assert "@jupyter/nbgrader:assignment-list" not in hidden
-    assert _server_off(course_hub.config / "petrova") == {"formgrader", "course_list"}
+    assert _server_off(prepared_hub.config / "petrova") == {"formgrader", "course_list"}
 
 
-def test_the_teacher_gets_formgrader_over_the_course(course_hub):
-    folder = course_hub.config / "teacher"
+def test_the_teacher_gets_formgrader_over_the_course(prepared_hub):
+    folder = prepared_hub.config / "teacher"
     assert _nbgrader(folder).CourseDirectory.root == str(ROOT)
     hidden = _disabled(folder)
     assert "@jupyter/nbgrader:assignment-list" in hidden
@@ -123,45 +123,45 @@ def test_the_teacher_gets_formgrader_over_the_course(course_hub):
     assert server["tornado_settings"]["headers"]["Content-Security-Policy"] == hub.TEACHER_CSP
 
 
-def test_each_server_gets_its_own_settings_and_the_teacher_the_course(course_hub):
+def test_each_server_gets_its_own_settings_and_the_teacher_the_course(prepared_hub):
     spawner = SimpleNamespace(
         user=SimpleNamespace(name="teacher"),
-        home_dir=str(course_hub.users / "teacher"),
+        home_dir=str(prepared_hub.users / "teacher"),
         environment={"KEEP": "1"},
         notebook_dir="",
     )
     hub._pre_spawn_hook(spawner)
     assert spawner.notebook_dir == str(ROOT)  # formgrader: курс внутри корня сервера
-    assert spawner.environment["COURSE7_GRADING_DIR"] == str(course_hub.settings.work)
-    assert spawner.environment["COURSE7_EXCHANGE_DIR"] == str(course_hub.settings.exchange)
-    assert spawner.environment["JUPYTER_CONFIG_PATH"] == str(course_hub.config / "teacher")
+    assert spawner.environment["COURSE7_GRADING_DIR"] == str(prepared_hub.settings.work)
+    assert spawner.environment["COURSE7_EXCHANGE_DIR"] == str(prepared_hub.settings.exchange)
+    assert spawner.environment["JUPYTER_CONFIG_PATH"] == str(prepared_hub.config / "teacher")
     assert spawner.environment["KEEP"] == "1"
 
-    learner = hub.spawn_settings("ivanov", hub.load_state(course_hub.folder))
+    learner = hub.spawn_settings("ivanov", hub.load_state(prepared_hub.folder))
     assert learner["notebook_dir"] is None
     assert "COURSE7_GRADING_DIR" not in learner["environment"]
-    assert learner["environment"]["JUPYTER_CONFIG_PATH"] == str(course_hub.config / "ivanov")
+    assert learner["environment"]["JUPYTER_CONFIG_PATH"] == str(prepared_hub.config / "ivanov")
 
 
-def test_a_restart_keeps_passwords_and_learners_files(course_hub, tmp_path):
-    before = json.loads((course_hub.folder / hub.PASSWORDS).read_text())
-    mode = stat.S_IMODE((course_hub.folder / hub.PASSWORDS).stat().st_mode)
+def test_a_restart_keeps_passwords_and_learners_files(prepared_hub, tmp_path):
+    before = json.loads((prepared_hub.folder / hub.PASSWORDS).read_text())
+    mode = stat.S_IMODE((prepared_hub.folder / hub.PASSWORDS).stat().st_mode)
     assert mode & 0o077 == 0
-    work = course_hub.users / "ivanov" / "course7" / LAB / f"{LAB}.ipynb"
+    work = prepared_hub.users / "ivanov" / "course7" / LAB / f"{LAB}.ipynb"
     work.parent.mkdir(parents=True)
     work.write_text("{}")
-    hub.prepare(course_hub, register=False, proxy=tmp_path / "bin" / "configurable-http-proxy")
-    assert json.loads((course_hub.folder / hub.PASSWORDS).read_text()) == before
+    hub.prepare(prepared_hub, register=False, proxy=tmp_path / "bin" / "configurable-http-proxy")
+    assert json.loads((prepared_hub.folder / hub.PASSWORDS).read_text()) == before
     assert work.read_text() == "{}"
 
 
-def test_the_exchange_is_open_to_every_learner(course_hub):
-    mode = stat.S_IMODE(course_hub.settings.exchange.stat().st_mode)
+def test_the_exchange_is_open_to_every_learner(prepared_hub):
+    mode = stat.S_IMODE(prepared_hub.settings.exchange.stat().st_mode)
     assert mode == 0o777  # как создаёт его nbgrader release_assignment
 
 
-def test_the_committed_config_file_sets_up_the_hub(course_hub, monkeypatch):
-    monkeypatch.setenv("COURSE7_GRADING_DIR", str(course_hub.settings.work))
+def test_the_committed_config_file_sets_up_the_hub(prepared_hub, monkeypatch):
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(prepared_hub.settings.work))
     c = PyFileConfigLoader("jupyterhub_config.py", path=str(ROOT / "hub")).load_config()
     assert c.Authenticator.allowed_users == {"teacher", "ivanov", "petrova"}
     assert c.JupyterHub.spawner_class == "jupyterhub.spawner.SimpleLocalProcessSpawner"
