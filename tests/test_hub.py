@@ -99,6 +99,35 @@ def test_one_learner_through_the_hub_and_through_moodle_is_one_id(tmp_path, fres
     assert [item.problem for item in hub.hub_feedback(settings)] == [None]
 
 
+def _submit(settings: Settings, student: str, stamp: str, function: str) -> Path:
+    """Сдача в inbound, как её кладёт ``nbgrader submit``: тетрадка, время и секрет сдачи."""
+    folder = settings.exchange / COURSE_ID / "inbound" / f"{student}+{LAB2}+{stamp}+{stamp[-6:]}"
+    folder.mkdir(parents=True)
+    (folder / f"{LAB2}.ipynb").write_text(json.dumps(lab2(function)), encoding="utf-8")
+    (folder / hub.TIMESTAMP).write_text(stamp)
+    (folder / hub.SUBMISSION_SECRET).write_text(f"secret-{stamp}")
+    return folder
+
+
+def test_collect_takes_each_learners_latest_submission(tmp_path, fresh_work):
+    """make collect: последняя сдача каждого — в submitted/ (пересдача заменяет прежнюю)."""
+    settings = _settings(fresh_work(tmp_path / "work"))
+    _submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC", FORWARD)
+    _submit(settings, "ivanov", "2026-12-02 10:00:00.000000 UTC", CORRECT)
+    _submit(settings, "Petrova", "2026-12-01 12:00:00.000000 UTC", FORWARD)
+    hub.collect(settings)
+    collected = {
+        path.parent.parent.name: path.read_text()
+        for path in settings.submitted.glob("*/*/timestamp.txt")
+    }
+    assert collected == {
+        "ivanov": "2026-12-02 10:00:00.000000 UTC",
+        "Petrova": "2026-12-01 12:00:00.000000 UTC",
+    }
+    notebook = json.loads((settings.submitted / "ivanov" / LAB2 / f"{LAB2}.ipynb").read_text())
+    assert CORRECT in ["".join(cell["source"]) for cell in notebook["cells"]]
+
+
 # --------------------------------------------------------------------------- в браузере
 
 
@@ -140,9 +169,9 @@ def person(course_hub, name: str):
     """Chromium одного человека (свои cookie), вошедшего в JupyterHub курса; JupyterLab открыт."""
     from playwright.sync_api import sync_playwright
 
-    chosen, state, chromium, _ = course_hub
+    chosen, _, chromium, _ = course_hub
     url = chosen.url.rstrip("/")
-    password = state["passwords"]["teacher" if name == "teacher" else "learners"]
+    password = hub.passwords(chosen.folder)["teacher" if name == "teacher" else "learners"]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=chromium, headless=True, args=CHROMIUM_FLAGS

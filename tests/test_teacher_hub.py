@@ -62,6 +62,8 @@ def test_accounts_groups_and_login_come_from_the_roster(prepared_hub):
     passwords = json.loads((prepared_hub.folder / hub.PASSWORDS).read_text())
     assert c.SharedPasswordAuthenticator.user_password == passwords["learners"]
     assert c.SharedPasswordAuthenticator.admin_password == passwords["teacher"]
+    # Пароли — только в passwords.json (читает лишь владелец), не в hub.json.
+    assert passwords["learners"] not in (prepared_hub.folder / hub.STATE).read_text()
     # Всё состояние JupyterHub — в рабочей папке: остановка ничего не теряет.
     assert c.JupyterHub.db_url == f"sqlite:///{prepared_hub.folder / 'jupyterhub.sqlite'}"
     assert Path(c.JupyterHub.cookie_secret_file).parent == prepared_hub.folder

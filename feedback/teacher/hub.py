@@ -277,9 +277,9 @@ def prepare(
         "proxy": str(proxy),
         "teacher": hub_name(hub.teacher),
         "learners": accounts,
-        "passwords": passwords(hub.folder),
         "python": sys.executable,
     }
+    passwords(hub.folder)  # пароли — только в passwords.json (его читает лишь владелец)
     _write_json(hub.folder / STATE, state)
     return state
 
@@ -323,6 +323,7 @@ def _pre_spawn_hook(spawner: Any) -> None:
 def configure(c: Any, folder: Path) -> None:
     """Настройки JupyterHub курса (``c`` — ``get_config()`` в hub/jupyterhub_config.py)."""
     state = load_state(folder)
+    chosen = passwords(folder)
     teacher, accounts = state["teacher"], sorted(state["learners"])
     python = Path(state["python"])
     c.JupyterHub.bind_url = f"http://{state['ip']}:{state['port']}"
@@ -335,8 +336,8 @@ def configure(c: Any, folder: Path) -> None:
     c.JupyterHub.pid_file = str(folder / "jupyterhub.pid")
     # Вход: общий пароль учащихся и пароль преподавателя (администратора JupyterHub).
     c.JupyterHub.authenticator_class = "shared-password"
-    c.SharedPasswordAuthenticator.user_password = state["passwords"]["learners"]
-    c.SharedPasswordAuthenticator.admin_password = state["passwords"]["teacher"]
+    c.SharedPasswordAuthenticator.user_password = chosen["learners"]
+    c.SharedPasswordAuthenticator.admin_password = chosen["teacher"]
     c.Authenticator.admin_users = {teacher}
     c.Authenticator.allowed_users = {teacher, *accounts}
     c.JupyterHub.load_groups = {
@@ -532,13 +533,14 @@ def hub_env(hub: Hub) -> dict[str, str]:
 
 def banner(hub: Hub, state: Mapping[str, Any]) -> str:
     count = len(state["learners"])
+    chosen = passwords(hub.folder)
     return "\n".join(
         [
             f"JupyterHub курса: {hub.url}",
-            f"  преподаватель: {state['teacher']}, пароль {state['passwords']['teacher']}",
+            f"  преподаватель: {state['teacher']}, пароль {chosen['teacher']}",
             f"  учащиеся ({plural(count, 'учётная запись', 'учётные записи', 'учётных записей')}"
             f" из {hub.settings.work / roster.ROSTER}): имя — id из списка, пароль "
-            f"{state['passwords']['learners']}",
+            f"{chosen['learners']}",
             f"  exchange: {hub.settings.exchange}",
             "Остановить: Ctrl+C здесь или make hub-stop в другом терминале; ничего не теряется —",
             f"  всё в {hub.folder}, следующий make hub продолжит с того же места.",
