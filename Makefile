@@ -21,7 +21,7 @@ STAMP := $(call stamp,$(EXTRAS))
 
 .PHONY: lab test test-all lint unit unit-fast nbval nbval-cpu notebooks release check-notebooks grade formgrader \
 	feedback export public \
-	sandbox bench gpu-check env browser clean
+	sandbox bench gpu-check env browser clean hub hub-proxy hub-stop hub-release collect
 
 # Ставит uv (версия — из дополнения dev в pyproject.toml), а он — пакет курса и свежий pip:
 # uv разрешает зависимости и пишет байт-код на всех ядрах. Байт-код нужен сразу: в песочнице
@@ -85,7 +85,7 @@ TEST_CACHES = COURSE7_CACHE_DIR=$(CURDIR)/.course-work/cache \
 	JAX_COMPILATION_CACHE_DIR=$(CURDIR)/.course-work/jax-cache \
 	$(shell $(BIN)/python -m feedback.teacher.caches)
 
-unit: $(STAMP) browser sandbox
+unit: $(STAMP) browser sandbox hub-proxy
 	$(TEST_CACHES) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--junitxml=.course-work/test-times.xml
 
@@ -136,9 +136,39 @@ bench: $(STAMP) sandbox
 formgrader: $(STAMP)
 	$(BIN)/python -m feedback.teacher.formgrader
 
-# Отчёты для учащихся заново — после ручной проверки в formgrader (ничего не выполняет).
+# Отчёты для учащихся заново — после ручной проверки в formgrader (ничего не выполняет); курс
+# на JupyterHub — ещё и выдача готовых отчётов через exchange (nbgrader release_feedback).
 feedback: $(STAMP)
 	$(BIN)/python -m feedback.teacher.reports
+	$(BIN)/python -m feedback.teacher.hub feedback
+
+# Курс на JupyterHub (docs/teaching.md, «Курс на JupyterHub»): make hub ROSTER=students.csv
+# [HUB_PORT=8000 HUB_IP=0.0.0.0 TEACHER=teacher] запускает его на этой машине и печатает адрес и
+# пароли; make hub-release LAB=7.2 — выпуск из notebooks/ в exchange, make collect — сданное в
+# .course-work/submitted/ для make grade. configurable-http-proxy — из npm по hub/package-lock.json.
+HUB_PROXY_DIR := .course-work/hub
+HUB_PROXY := $(HUB_PROXY_DIR)/node_modules/.bin/configurable-http-proxy
+$(HUB_PROXY): hub/package.json hub/package-lock.json
+	@mkdir -p $(HUB_PROXY_DIR)
+	cp hub/package.json hub/package-lock.json $(HUB_PROXY_DIR)/
+	npm ci --prefix $(HUB_PROXY_DIR) --no-audit --no-fund --loglevel=error
+	@touch $@
+
+hub-proxy: $(HUB_PROXY)
+
+hub: $(STAMP) $(HUB_PROXY)
+	$(BIN)/python -m feedback.teacher.hub start $(if $(ROSTER),--roster "$(ROSTER)") \
+		$(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(HUB_IP),--ip $(HUB_IP)) \
+		$(if $(TEACHER),--teacher "$(TEACHER)")
+
+hub-stop: $(STAMP)
+	$(BIN)/python -m feedback.teacher.hub stop
+
+hub-release: $(STAMP)
+	$(BIN)/python -m feedback.teacher.hub release "$(LAB)"
+
+collect: $(STAMP)
+	$(BIN)/python -m feedback.teacher.hub collect
 
 # Оценки для Moodle: .course-work/export/moodle_grades.csv («Импорт оценок → CSV-файл»), отчёты —
 # export/<лаб>_feedback_files.zip («Загрузить несколько файлов с отзывами в ZIP»); с

@@ -50,10 +50,11 @@ c.GenerateFeedback.preprocessors = [ReportCleanup, ReportGrades, CSSHTMLHeaderPr
 c.GenerateFeedback.exporter_class = ReportExporter
 c.ReportExporter.merge(template_settings())
 
-# Раздача через exchange nbgrader в курсе не нужна (тетрадки учащихся лежат в notebooks/),
-# но без папки exchange formgrader показывает предупреждение. Пустая папка — в рабочей.
+# exchange nbgrader — для курса на JupyterHub (make hub, docs/teaching.md): по умолчанию папка
+# в рабочей, на сервере — COURSE7_EXCHANGE_DIR. С Moodle он не нужен, но без папки exchange
+# formgrader показывает предупреждение: пустая папка в рабочей.
 c.Exchange.root = str(SETTINGS.exchange)
-if SETTINGS.work.is_dir():
+if SETTINGS.work.is_dir() and SETTINGS.exchange_dir is None:
     SETTINGS.exchange.mkdir(exist_ok=True)
 
 if "validate" in sys.argv[1:2]:

@@ -179,6 +179,16 @@ GRADING_DIR = Variable(
     where=GRADING,
     default_note=".course-work в корне репозитория",
 )
+EXCHANGE_DIR = Variable(
+    "COURSE7_EXCHANGE_DIR",
+    "path",
+    None,
+    "exchange nbgrader курса на JupyterHub: выпуски, сданные работы и отчёты (на сервере — "
+    "папка, открытая всем учащимся, например /srv/nbgrader/exchange)",
+    unit="папка",
+    where=GRADING,
+    default_note="exchange/ в рабочей папке оценивания",
+)
 NOTEBOOK_TIMEOUT = Variable(
     "COURSE7_NOTEBOOK_TIMEOUT",
     "seconds",
@@ -313,6 +323,7 @@ VARIABLES: dict[str, Variable] = {
         PREFLIGHT,
         LIBRARY_LOGS,
         GRADING_DIR,
+        EXCHANGE_DIR,
         NOTEBOOK_TIMEOUT,
         CELL_TIMEOUT,
         CALL_TIMEOUT,

@@ -24,6 +24,7 @@ from typing import Any
 from feedback.settings import (
     CALL_TIMEOUT,
     CELL_TIMEOUT,
+    EXCHANGE_DIR,
     GIB,
     GRADING_DIR,
     JOBS,
@@ -131,6 +132,10 @@ def gradebook_url(work: Path) -> str:
     return f"sqlite:///{work / 'gradebook.db'}"
 
 
+def _path(value: Any) -> Path | None:
+    return Path(value).resolve() if value is not None else None
+
+
 def work_dir(env: Mapping[str, str] | None = None, root: Path = ROOT) -> Path:
     """Рабочая папка оценивания: ``COURSE7_GRADING_DIR`` или .course-work/ в корне репозитория."""
     chosen = GRADING_DIR.read(env)
@@ -149,6 +154,7 @@ class Settings:
     jobs: int | None = None  # None — по числу ядер процессора
     scheduler: str | None = None  # адрес планировщика Dask
     warm_kernels: bool = True  # ядра из прогретых заготовок (feedback.teacher.warm)
+    exchange_dir: Path | None = None  # exchange nbgrader; None — exchange/ в рабочей папке
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, root: Path = ROOT) -> Settings:
@@ -167,6 +173,7 @@ class Settings:
             jobs=JOBS.read(env) or None,
             scheduler=SCHEDULER.read(env),
             warm_kernels=WARM_KERNELS.read(env) is not False,
+            exchange_dir=_path(EXCHANGE_DIR.read(env)),
         )
 
     def limits_for(self, release: Mapping[str, Any]) -> Limits:
@@ -220,7 +227,8 @@ class Settings:
 
     @property
     def exchange(self) -> Path:
-        return self.work / "exchange"
+        """exchange nbgrader (курс на JupyterHub): ``COURSE7_EXCHANGE_DIR`` или в рабочей папке."""
+        return self.exchange_dir or self.work / "exchange"
 
     @property
     def units(self) -> Path:

@@ -1,0 +1,13 @@
+"""Настройки JupyterHub курса для make hub: всё — в feedback/teacher/hub.py (configure).
+
+make hub готовит рабочую папку (.course-work/hub/ или COURSE7_GRADING_DIR/hub/: учётные записи
+из students.csv, пароли, настройки серверов, порты — hub.json) и запускает
+``jupyterhub -f hub/jupyterhub_config.py``. На своём сервере (The Littlest JupyterHub и др.)
+этот файл не нужен: что в нём задано и как то же сделать там — docs/teaching.md, «Курс на
+JupyterHub».
+"""
+
+from feedback.teacher.hub import HUB, configure
+from feedback.teacher.settings import Settings
+
+configure(get_config(), Settings.from_env().work / HUB)  # noqa: F821

@@ -1,0 +1,420 @@
+"""Семестр через JupyterHub курса, как его проходят люди, — в настоящем JupyterHub и Chromium.
+
+``make hub`` (:mod:`feedback.teacher.hub`) поднимает JupyterHub с configurable-http-proxy из npm
+(его ставит ``make hub-proxy``: тест ничего не скачивает). Преподаватель выпускает 7.2 в
+exchange (``make hub-release``) и видит её в formgrader «released»; двое учащихся входят,
+берут её во вкладке Assignments, правят ответ в JupyterLab, сохраняют и сдают. Преподаватель
+собирает (``make collect``) и оценивает (``make grade``) — оценивается ровно то, что учащийся
+набрал; ставит балл и комментарий письменному ответу в formgrader, ``make feedback`` выдаёт
+отчёты через exchange, и каждый учащийся забирает и открывает в JupyterLab отчёт своей работы.
+
+Отдельно (без браузера): тот же учащийся, оценённый через JupyterHub и через архив Moodle, —
+один id и те же баллы.
+
+Снимки экранов каждого шага — в .course-work/screenshots/hub/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import zipfile
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from corpus import CORRECT, FORWARD, LAB2, lab2
+
+from feedback.teacher import grade, hub, ledger, reports
+from feedback.teacher.settings import COURSE_ID, GIB, Limits, Settings
+
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, chromium_or_skip
+from submissions import read_csv, write_submission
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+SHOTS = SCREENSHOTS / "hub"
+ROSTER = (
+    "id,first_name,last_name,email\n"
+    "ivanov,Иван,Иванов,ivanov@example.org\n"
+    "Petrova,Мария,Петрова,petrova@example.org\n"
+)
+#: Что набирают учащиеся (ответ на задание 1 и на вопрос 1).
+TYPED = {"ivanov": CORRECT, "Petrova": FORWARD}
+ANSWER = {"ivanov": "В 100 раз: FLOPs растут как P·N.", "Petrova": "В 20 раз."}
+COMMENT = "Верно: FLOPs пропорциональны и P, и N."
+NOTEBOOK = f"{COURSE_ID}/{LAB2}/{LAB2}.ipynb"
+SHORT = Limits(notebook_seconds=120, cell_seconds=30, memory_bytes=int(1.5 * GIB))
+
+
+def _settings(work: Path) -> Settings:
+    return replace(Settings.from_env(), work=work, cpu_limits=SHORT)
+
+
+def _roster(tmp_path: Path) -> Path:
+    path = tmp_path / "students.csv"
+    path.write_text(ROSTER, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- JupyterHub и Moodle
+
+
+def _moodle_zip(path: Path, notebook: dict) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(
+            f"Иванов Иван_123_assignsubmission_file_/{LAB2}.ipynb",
+            json.dumps(notebook, ensure_ascii=False),
+        )
+    return path
+
+
+def test_one_learner_through_the_hub_and_through_moodle_is_one_id(tmp_path, fresh_work):
+    """Работа из exchange (раскладка ``nbgrader collect``) и та же работа из архива Moodle
+    оцениваются под одним id из списка и с теми же баллами; ручной балл переживает второй путь."""
+    work = fresh_work(tmp_path / "work")
+    settings = _settings(work)
+    notebook = lab2(CORRECT)
+    collected = write_submission(settings.submitted, "ivanov", LAB2, notebook).parent
+    (collected / hub.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
+    (collected / hub.SUBMISSION_SECRET).write_text("secret")
+    grade.grade(roster_file=_roster(tmp_path), settings=settings)
+    through_hub = {key: scores for key, scores in ledger.load_scores(work).items()}
+    assert list(through_hub) == [("ivanov", LAB2)]
+
+    grade.grade(_moodle_zip(tmp_path / "7.2.zip", notebook), settings=settings)
+    through_moodle = ledger.load_scores(work)
+    assert list(through_moodle) == [("ivanov", LAB2)]
+    assert through_moodle[("ivanov", LAB2)].tasks == through_hub[("ivanov", LAB2)].tasks
+    assert through_moodle[("ivanov", LAB2)].upload == through_hub[("ivanov", LAB2)].upload
+    assert [row["student_id"] for row in read_csv(work / "grades.csv")] == ["ivanov"]
+    assert read_csv(work / "changes.csv") == []
+    assert read_csv(work / "lms_ids.csv") == [
+        {"student_id": "ivanov", "lab": LAB2, "lms_participant": "123"}
+    ]
+    # Отчёт выдаётся сдаче из exchange: оценена та же тетрадка.
+    assert [item.problem for item in hub.hub_feedback(settings)] == [None]
+
+
+def _submit(settings: Settings, student: str, stamp: str, function: str) -> Path:
+    """Сдача в inbound, как её кладёт ``nbgrader submit``: тетрадка, время и секрет сдачи."""
+    folder = settings.exchange / COURSE_ID / "inbound" / f"{student}+{LAB2}+{stamp}+{stamp[-6:]}"
+    folder.mkdir(parents=True)
+    (folder / f"{LAB2}.ipynb").write_text(json.dumps(lab2(function)), encoding="utf-8")
+    (folder / hub.TIMESTAMP).write_text(stamp)
+    (folder / hub.SUBMISSION_SECRET).write_text(f"secret-{stamp}")
+    return folder
+
+
+def test_collect_takes_each_learners_latest_submission(tmp_path, fresh_work):
+    """make collect: последняя сдача каждого — в submitted/ (пересдача заменяет прежнюю)."""
+    settings = _settings(fresh_work(tmp_path / "work"))
+    _submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC", FORWARD)
+    _submit(settings, "ivanov", "2026-12-02 10:00:00.000000 UTC", CORRECT)
+    _submit(settings, "Petrova", "2026-12-01 12:00:00.000000 UTC", FORWARD)
+    hub.collect(settings)
+    collected = {
+        path.parent.parent.name: path.read_text()
+        for path in settings.submitted.glob("*/*/timestamp.txt")
+    }
+    assert collected == {
+        "ivanov": "2026-12-02 10:00:00.000000 UTC",
+        "Petrova": "2026-12-01 12:00:00.000000 UTC",
+    }
+    notebook = json.loads((settings.submitted / "ivanov" / LAB2 / f"{LAB2}.ipynb").read_text())
+    assert CORRECT in ["".join(cell["source"]) for cell in notebook["cells"]]
+
+
+# --------------------------------------------------------------------------- в браузере
+
+
+def _proxy_or_skip() -> Path:
+    proxy = hub.find_proxy()
+    if proxy is None:
+        message = "нет configurable-http-proxy: make hub-proxy (npm ci из hub/package-lock.json)"
+        if os.environ.get("COURSE7_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return proxy
+
+
+@pytest.fixture
+def course_hub(tmp_path, sandbox):
+    """JupyterHub курса над пустой рабочей папкой и списком из двух учащихся."""
+    chromium = chromium_or_skip("семестр через JupyterHub")
+    proxy = _proxy_or_skip()
+    settings = _settings(tmp_path / "work")
+    chosen = hub.Hub(settings, port=hub.free_port())
+    state = hub.prepare(chosen, _roster(tmp_path), proxy=proxy)
+    # В снимках вся тетрадка в DOM (без «ленивой» отрисовки ячеек), как в tests/test_browser.py.
+    for name in ("ivanov", "petrova", "teacher"):
+        settings_file = (
+            (chosen.users / name / ".jupyter" / "lab" / "user-settings" / "@jupyterlab")
+            / "notebook-extension"
+            / "tracker.jupyterlab-settings"
+        )
+        settings_file.parent.mkdir(parents=True)
+        settings_file.write_text(json.dumps({"windowingMode": "none"}))
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
+    with hub.running(chosen, tmp_path / "jupyterhub.log"):
+        yield chosen, state, chromium, tmp_path / "jupyterhub.log"
+
+
+@contextmanager
+def person(course_hub, name: str):
+    """Chromium одного человека (свои cookie), вошедшего в JupyterHub курса; JupyterLab открыт."""
+    from playwright.sync_api import sync_playwright
+
+    chosen, _, chromium, _ = course_hub
+    url = chosen.url.rstrip("/")
+    password = hub.passwords(chosen.folder)["teacher" if name == "teacher" else "learners"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
+        )
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(60_000)
+            context.route(
+                "**/*",
+                lambda route: (
+                    route.continue_() if route.request.url.startswith(url + "/") else route.abort()
+                ),
+            )
+            page = context.new_page()
+            page.goto(f"{url}/hub/login")
+            page.fill("#username_input", name)
+            page.fill("#password_input", password)
+            page.click("#login_submit")
+            # Сервер пользователя запускается при первом входе: на занятой машине — минута.
+            page.wait_for_url(re.compile(r"/user/[^/]+/lab"), timeout=240_000)
+            page.wait_for_selector(_MENU_NBGRADER, timeout=240_000)
+            page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=240_000)
+            try:
+                yield page
+            except Exception:
+                shot(page, f"failed_{name}")
+                raise
+        finally:
+            browser.close()
+
+
+_MENU_NBGRADER = ".lm-MenuBar-itemLabel:text-is('Nbgrader')"
+
+
+def shot(page, name: str) -> None:
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def _open_menu(page):
+    """Меню Nbgrader открыто (щелчок, пришедшийся на перерисовку, повторяется)."""
+    menu = page.locator(".lm-Menu:visible")
+    for _ in range(3):
+        page.locator(_MENU_NBGRADER).click()
+        try:
+            menu.locator(".lm-Menu-item:visible").first.wait_for(timeout=5_000)
+            return menu
+        except Exception:
+            page.keyboard.press("Escape")
+    menu.locator(".lm-Menu-item:visible").first.wait_for(timeout=5_000)
+    return menu
+
+
+def _close_menu(page) -> None:
+    """Меню закрыто: Escape, а если меню без фокуса его не заметило, — щелчок по заголовку."""
+    opened = page.locator(".lm-Menu:visible").first
+    page.keyboard.press("Escape")
+    try:
+        opened.wait_for(state="detached", timeout=3_000)
+    except Exception:
+        page.locator(_MENU_NBGRADER).click()
+        opened.wait_for(state="detached", timeout=10_000)
+
+
+def nbgrader_menu(page) -> list[str]:
+    menu = _open_menu(page)
+    items = menu.locator(".lm-Menu-item:not(.lm-mod-hidden) .lm-Menu-itemLabel")
+    labels = [text.strip() for text in items.all_inner_texts() if text.strip()]
+    _close_menu(page)
+    return labels
+
+
+def open_from_menu(page, label: str) -> None:
+    menu = _open_menu(page)
+    menu.locator(".lm-Menu-item", has_text=re.compile(rf"^{re.escape(label)}\s*$")).click()
+
+
+def assignments(page):
+    """Вкладка Assignments (Nbgrader → Assignment List), как её открывает учащийся."""
+    open_from_menu(page, "Assignment List")
+    page.locator("#released_assignments_list").wait_for(state="attached")
+
+
+def type_into(page, cell, text: str) -> None:
+    """Текст ячейки целиком заменяется набранным (как выделить всё и набрать своё)."""
+    cell.scroll_into_view_if_needed()
+    editor = cell.locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+
+
+def learner_fetches_edits_and_submits(course_hub, name: str) -> None:
+    with person(course_hub, name.lower()) as page:
+        # У учащегося в меню nbgrader — только его вкладка, без formgrader.
+        assert nbgrader_menu(page) == ["Assignment List"]
+        assignments(page)
+        released = page.locator("#released_assignments_list")
+        row = released.locator(".list_item", has_text=LAB2)
+        row.wait_for()
+        shot(page, f"{name}_1_released")
+        row.get_by_role("button", name="Fetch").click()
+        fetched = page.locator("#fetched_assignments_list .list_item", has_text=LAB2).first
+        fetched.wait_for()
+
+        page.goto(page.url.split("/lab")[0] + f"/lab/tree/{NOTEBOOK}")
+        notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        task = notebook.locator(".jp-CodeCell", has_text="def compute_num_flops")
+        task.wait_for()
+        type_into(page, task, TYPED[name])
+        answer = notebook.locator(".jp-MarkdownCell", has_text="Впишите сюда свой ответ").first
+        answer.scroll_into_view_if_needed()
+        answer.dblclick()
+        type_into(page, answer, ANSWER[name])
+        page.keyboard.press("Shift+Enter")
+        page.keyboard.press("Control+s")
+        page.locator(".jp-mod-dirty").wait_for(state="detached")
+        task.scroll_into_view_if_needed()
+        shot(page, f"{name}_2_edited")
+
+        assignments(page)
+        page.locator("#fetched_assignments_list").get_by_role("button", name="Submit").click()
+        submitted = page.locator("#submitted_assignments_list .list_item", has_text=LAB2)
+        submitted.first.wait_for()
+        assert "UTC" in submitted.first.inner_text()
+        shot(page, f"{name}_3_submitted")
+
+
+def teacher_sees_formgrader(course_hub) -> None:
+    with person(course_hub, "teacher") as page:
+        labels = nbgrader_menu(page)
+        assert "Formgrader" in labels and "Assignment List" not in labels
+        open_from_menu(page, "Formgrader")
+        frame = page.frame_locator(".jp-MainAreaWidget:not(.lm-mod-hidden) iframe")
+        row = frame.locator("#main-table tr", has_text=LAB2)
+        row.wait_for()
+        assert "released" in row.inner_text()
+        shot(page, "teacher_1_formgrader_released")
+
+
+def teacher_grades_the_answer(course_hub, student: str) -> None:
+    """Балл и комментарий письменному ответу — в formgrader сервера преподавателя."""
+    from playwright.sync_api import expect
+
+    with person(course_hub, "teacher") as page:
+        base = page.url.split("/lab")[0]
+        listed = page.request.get(f"{base}/formgrader/api/submitted_notebooks/{LAB2}/{LAB2}")
+        assert listed.ok, listed.text()
+        item = next(item for item in listed.json() if item["student"] == student)
+        page.goto(f"{base}/formgrader/submissions/{item['id']}/", wait_until="load")
+        page.wait_for_load_state("networkidle")
+        # Скрипты formgrader загрузили баллы работы через свой API: поля готовы к вводу.
+        expect(page.locator("input.score#check_compute_num_flops")).to_have_attribute(
+            "placeholder", "2"
+        )
+        score = page.locator("input.score#reflection_scaling")
+        # Оценено ровно то, что учащийся набрал в своём JupyterLab.
+        expect_text = page.locator(".nbgrader_cell", has_text=ANSWER[student]).first
+        expect_text.wait_for()
+        with page.expect_response(
+            lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"
+        ) as saved:
+            score.fill("1")
+            score.blur()
+        assert saved.value.ok
+        comment = page.locator("textarea#reflection_scaling-comment")
+        with page.expect_response(
+            lambda r: "/formgrader/api/comment/" in r.url and r.request.method == "PUT"
+        ) as saved:
+            comment.fill(COMMENT)
+            comment.blur()
+        assert saved.value.ok
+        score.scroll_into_view_if_needed()
+        shot(page, "teacher_2_manual_grade")
+
+
+def learner_opens_feedback(course_hub, name: str) -> str:
+    """Учащийся забирает отчёт во вкладке Assignments и открывает его в JupyterLab."""
+    with person(course_hub, name.lower()) as page:
+        assignments(page)
+        submitted = page.locator("#submitted_assignments_list")
+        submitted.get_by_role("button", name="Fetch Feedback").click()
+        link = submitted.get_by_text("(view feedback)")
+        link.wait_for()
+        shot(page, f"{name}_4_feedback_fetched")
+        link.click()
+        page.locator(".jp-DirListing-item", has_text=f"{LAB2}.html").dblclick()
+        viewer = page.frame_locator(".jp-HTMLViewer:not(.lm-mod-hidden) iframe")
+        viewer.locator("h4").first.wait_for()
+        shot(page, f"{name}_5_feedback_opened")
+        return viewer.locator("body").inner_text()
+
+
+def test_the_semester_through_the_hub(course_hub, monkeypatch):
+    chosen, state, _, log = course_hub
+    settings = chosen.settings
+    assert state["learners"] == {"ivanov": "ivanov", "petrova": "Petrova"}
+
+    hub.release(settings, LAB2)  # make hub-release LAB=7.2
+    teacher_sees_formgrader(course_hub)
+    for name in TYPED:
+        learner_fetches_edits_and_submits(course_hub, name)
+    inbound = {item["student"] for item in hub.inbound(settings)}
+    assert inbound == set(TYPED)  # id из списка, хотя Petrova входит как petrova
+
+    hub.collect(settings)  # make collect
+    grade.grade(settings=settings)  # make grade
+    graded = {}
+    for name in TYPED:
+        autograded = settings.autograded / name / LAB2 / f"{LAB2}.ipynb"
+        cells = json.loads(autograded.read_text(encoding="utf-8"))["cells"]
+        source = {
+            cell["metadata"].get("nbgrader", {}).get("grade_id"): "".join(cell["source"])
+            for cell in cells
+        }
+        assert source["compute_num_flops"].strip() == TYPED[name]
+        assert source["reflection_scaling"].strip() == ANSWER[name]
+        graded[name] = ledger.load_scores(settings.work)[(name, LAB2)].tasks
+    assert graded["ivanov"]["check_compute_num_flops"].score == 2
+    assert graded["Petrova"]["check_compute_num_flops"].score == 0
+
+    teacher_grades_the_answer(course_hub, "ivanov")
+    # make feedback: отчёты и оценки заново, затем выдача отчётов через exchange.
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
+    assert reports.main() == 0
+    assert hub.main(["feedback"]) == 0
+    ready = hub.hub_feedback(settings)
+    assert sorted((item.student, item.problem) for item in ready) == [
+        ("Petrova", None),
+        ("ivanov", None),
+    ]
+    assert len(list((settings.exchange / COURSE_ID / "feedback").glob("*.html"))) == 2
+    seen = {name: learner_opens_feedback(course_hub, name) for name in TYPED}
+    scores = {row["student_id"]: row for row in read_csv(settings.work / "grades.csv")}
+    # Автопроверка 2 балла и ручной 1 — в оценках и в заголовке отчёта, который видит учащийся.
+    assert float(scores["ivanov"]["score"]) == 3
+    for name, text in seen.items():
+        report = settings.feedback_reports / name / LAB2 / f"{LAB2}.html"
+        fetched = chosen.users / name.lower() / COURSE_ID / LAB2 / "feedback"
+        (copy,) = fetched.glob(f"*/{LAB2}.html")
+        assert copy.read_bytes() == report.read_bytes()  # отчёт этой работы, и ничей другой
+        assert TYPED[name].splitlines()[-1].strip() in text
+    assert COMMENT in seen["ivanov"] and COMMENT not in seen["Petrova"]
+    ivanov = scores["ivanov"]
+    assert f"{float(ivanov['score']):g} из {float(ivanov['max_score']):g} баллов" in seen["ivanov"]
+    assert "Traceback" not in log.read_text(encoding="utf-8")

@@ -1,0 +1,259 @@
+"""Настройки JupyterHub курса (feedback/teacher/hub.py) без запуска JupyterHub.
+
+Учётные записи из списка учащихся, группа formgrader, вход, серверы в своих папках, настройки
+nbgrader каждого сервера (id учащегося для exchange — ровно из списка), права exchange, пароли,
+которые переживают перезапуск, и выбор отчётов, которые можно выдать через exchange. Весь
+семестр в настоящем JupyterHub и Chromium — tests/test_hub.py.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from feedback.teacher import hub, ledger
+from feedback.teacher.gradebook import TaskScore
+from feedback.teacher.settings import COURSE_ID, ROOT, Settings
+
+ROSTER = (
+    "id,first_name,last_name,email\n"
+    "ivanov,Иван,Иванов,i@example.org\n"
+    "Petrova,Мария,Петрова,p@example.org\n"
+)
+LAB = "lab_7_2_training_flops"
+
+
+@pytest.fixture
+def prepared_hub(tmp_path) -> hub.Hub:
+    """Рабочая папка с JupyterHub курса, подготовленным без базы оценок и без npm."""
+    proxy = tmp_path / "bin" / "configurable-http-proxy"
+    proxy.parent.mkdir()
+    proxy.write_text("#!/bin/sh\n")
+    proxy.chmod(0o755)
+    roster = tmp_path / "students.csv"
+    roster.write_text(ROSTER, encoding="utf-8")
+    chosen = hub.Hub(replace(Settings(), work=tmp_path / "work"), port=18123)
+    hub.prepare(chosen, roster, register=False, proxy=proxy)
+    return chosen
+
+
+def configured(prepared_hub: hub.Hub) -> Config:
+    config = Config()
+    hub.configure(config, prepared_hub.folder)
+    return config
+
+
+def test_accounts_groups_and_login_come_from_the_roster(prepared_hub):
+    c = configured(prepared_hub)
+    assert c.Authenticator.allowed_users == {"teacher", "ivanov", "petrova"}
+    assert c.Authenticator.admin_users == {"teacher"}
+    assert c.JupyterHub.load_groups == {
+        f"formgrade-{COURSE_ID}": {"users": ["teacher"]},
+        f"nbgrader-{COURSE_ID}": {"users": ["ivanov", "petrova"]},
+    }
+    assert c.JupyterHub.authenticator_class == "shared-password"
+    passwords = json.loads((prepared_hub.folder / hub.PASSWORDS).read_text())
+    assert c.SharedPasswordAuthenticator.user_password == passwords["learners"]
+    assert c.SharedPasswordAuthenticator.admin_password == passwords["teacher"]
+    # Пароли — только в passwords.json (читает лишь владелец), не в hub.json.
+    assert passwords["learners"] not in (prepared_hub.folder / hub.STATE).read_text()
+    # Всё состояние JupyterHub — в рабочей папке: остановка ничего не теряет.
+    assert c.JupyterHub.db_url == f"sqlite:///{prepared_hub.folder / 'jupyterhub.sqlite'}"
+    assert Path(c.JupyterHub.cookie_secret_file).parent == prepared_hub.folder
+    assert c.SimpleLocalProcessSpawner.home_dir_template == str(prepared_hub.users / "{username}")
+    assert c.JupyterHub.bind_url == "http://127.0.0.1:18123"
+    assert c.ConfigurableHTTPProxy.command[0].endswith("configurable-http-proxy")
+
+
+@pytest.mark.slow  # импорт JupyterHub — секунды
+def test_jupyterhub_accepts_the_passwords_and_the_spawner(prepared_hub):
+    """Пароли проходят проверки самого JupyterHub (длина пароля администратора — от 32)."""
+    from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
+    from jupyterhub.spawner import SimpleLocalProcessSpawner
+
+    c = configured(prepared_hub)
+    auth = SharedPasswordAuthenticator(config=c)
+    assert auth.admin_password and auth.user_password and auth.admin_password != auth.user_password
+    spawner = SimpleLocalProcessSpawner(config=c, user=SimpleNamespace(name="petrova"))
+    assert spawner.home_dir == str(prepared_hub.users / "petrova")
+
+
+def _nbgrader(folder: Path) -> Config:
+    return PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
+
+
+def _disabled(folder: Path) -> set[str]:
+    page = json.loads((folder / "labconfig" / "page_config.json").read_text())
+    return {name for name, off in page["disabledExtensions"].items() if off}
+
+
+def _server_off(folder: Path) -> set[str]:
+    server = json.loads((folder / "jupyter_server_config.json").read_text())
+    extensions = server["ServerApp"]["jpserver_extensions"]
+    return {name.rsplit(".", 1)[1] for name, on in extensions.items() if not on}
+
+
+def test_each_learner_submits_under_the_roster_id(prepared_hub):
+    """JupyterHub приводит имя входа к нижнему регистру, а exchange получает id из списка."""
+    config = _nbgrader(prepared_hub.config / "petrova")
+    assert config.CourseDirectory.student_id == "Petrova"
+    assert config.CourseDirectory.course_id == COURSE_ID
+    assert config.Exchange.root == str(prepared_hub.settings.exchange)
+    assert config.Exchange.path_includes_course is True
+    hidden = _disabled(prepared_hub.config / "petrova")
+    assert "@jupyter/nbgrader:formgrader" in hidden
+    assert "@jupyter/nbgrader:assignment-list" not in hidden
+    assert _server_off(prepared_hub.config / "petrova") == {"formgrader", "course_list"}
+
+
+def test_the_teacher_gets_formgrader_over_the_course(prepared_hub):
+    folder = prepared_hub.config / "teacher"
+    assert _nbgrader(folder).CourseDirectory.root == str(ROOT)
+    hidden = _disabled(folder)
+    assert "@jupyter/nbgrader:assignment-list" in hidden
+    assert "@jupyter/nbgrader:formgrader" not in hidden
+    assert "formgrader" not in _server_off(folder)
+    # Вкладка Formgrader — фрейм сервера преподавателя: JupyterHub по умолчанию их запрещает.
+    server = json.loads((folder / "jupyter_server_config.json").read_text())["ServerApp"]
+    assert server["tornado_settings"]["headers"]["Content-Security-Policy"] == hub.TEACHER_CSP
+
+
+def test_each_server_gets_its_own_settings_and_the_teacher_the_course(prepared_hub):
+    spawner = SimpleNamespace(
+        user=SimpleNamespace(name="teacher"),
+        home_dir=str(prepared_hub.users / "teacher"),
+        environment={"KEEP": "1"},
+        notebook_dir="",
+    )
+    hub._pre_spawn_hook(spawner)
+    assert spawner.notebook_dir == str(ROOT)  # formgrader: курс внутри корня сервера
+    assert spawner.environment["COURSE7_GRADING_DIR"] == str(prepared_hub.settings.work)
+    assert spawner.environment["COURSE7_EXCHANGE_DIR"] == str(prepared_hub.settings.exchange)
+    assert spawner.environment["JUPYTER_CONFIG_PATH"] == str(prepared_hub.config / "teacher")
+    assert spawner.environment["KEEP"] == "1"
+
+    learner = hub.spawn_settings("ivanov", hub.load_state(prepared_hub.folder))
+    assert learner["notebook_dir"] is None
+    assert "COURSE7_GRADING_DIR" not in learner["environment"]
+    assert learner["environment"]["JUPYTER_CONFIG_PATH"] == str(prepared_hub.config / "ivanov")
+
+
+def test_a_restart_keeps_passwords_and_learners_files(prepared_hub, tmp_path):
+    before = json.loads((prepared_hub.folder / hub.PASSWORDS).read_text())
+    mode = stat.S_IMODE((prepared_hub.folder / hub.PASSWORDS).stat().st_mode)
+    assert mode & 0o077 == 0
+    work = prepared_hub.users / "ivanov" / "course7" / LAB / f"{LAB}.ipynb"
+    work.parent.mkdir(parents=True)
+    work.write_text("{}")
+    hub.prepare(prepared_hub, register=False, proxy=tmp_path / "bin" / "configurable-http-proxy")
+    assert json.loads((prepared_hub.folder / hub.PASSWORDS).read_text()) == before
+    assert work.read_text() == "{}"
+
+
+def test_the_exchange_is_open_to_every_learner(prepared_hub):
+    mode = stat.S_IMODE(prepared_hub.settings.exchange.stat().st_mode)
+    assert mode == 0o777  # как создаёт его nbgrader release_assignment
+
+
+def test_the_committed_config_file_sets_up_the_hub(prepared_hub, monkeypatch):
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(prepared_hub.settings.work))
+    c = PyFileConfigLoader("jupyterhub_config.py", path=str(ROOT / "hub")).load_config()
+    assert c.Authenticator.allowed_users == {"teacher", "ivanov", "petrova"}
+    assert c.JupyterHub.spawner_class == "jupyterhub.spawner.SimpleLocalProcessSpawner"
+
+
+@pytest.mark.parametrize(
+    ("ids", "teacher", "message"),
+    [
+        (["Ivanov", "ivanov"], "teacher", "не различает"),
+        (["Teacher"], "teacher", "совпадает с именем преподавателя"),
+    ],
+)
+def test_ids_jupyterhub_cannot_tell_apart_are_refused(ids, teacher, message):
+    with pytest.raises(hub.HubError, match=message):
+        hub.learners(ids, teacher)
+
+
+def test_no_hub_without_a_roster_or_a_proxy(tmp_path, monkeypatch):
+    chosen = hub.Hub(replace(Settings(), work=tmp_path / "work"))
+    with pytest.raises(hub.HubError, match="нет списка учащихся"):
+        hub.prepare(chosen, register=False, proxy=tmp_path)
+    roster = tmp_path / "students.csv"
+    roster.write_text(ROSTER, encoding="utf-8")
+    monkeypatch.setattr(hub, "find_proxy", lambda: None)
+    with pytest.raises(hub.HubError, match="configurable-http-proxy"):
+        hub.prepare(chosen, roster, register=False)
+
+
+def test_labs_are_named_by_id_or_number():
+    settings = Settings()
+    assert hub.resolve_lab("7.2", settings) == LAB
+    assert hub.resolve_lab(LAB, settings) == LAB
+    with pytest.raises(hub.HubError, match="нет лабораторной"):
+        hub.resolve_lab("7.9", settings)
+
+
+def test_inbound_lists_every_attempt(tmp_path):
+    settings = replace(Settings(), work=tmp_path)
+    inbound = settings.exchange / COURSE_ID / "inbound"
+    for name in (
+        f"Petrova+{LAB}+2026-12-01 10:00:00.000000 UTC+abc",
+        f"Petrova+{LAB}+2026-12-02 10:00:00.000000 UTC+def",
+        f"ivanov+{LAB}+2026-12-01 11:00:00.000000 UTC",
+    ):
+        (inbound / name).mkdir(parents=True)
+    found = [(item["student"], item["timestamp"][:10]) for item in hub.inbound(settings)]
+    assert found == [("Petrova", "2026-12-01"), ("Petrova", "2026-12-02"), ("ivanov", "2026-12-01")]
+
+
+def _submission(settings: Settings, student: str, answer: str) -> dict:
+    folder = settings.submitted / student / LAB
+    folder.mkdir(parents=True)
+    nb = {"cells": [{"cell_type": "code", "source": answer, "metadata": {}}], "metadata": {}}
+    (folder / f"{LAB}.ipynb").write_text(json.dumps(nb))
+    (folder / hub.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
+    (folder / hub.SUBMISSION_SECRET).write_text(f"secret-{student}")
+    report = settings.feedback_reports / student / LAB / f"{LAB}.html"
+    report.parent.mkdir(parents=True)
+    report.write_text("<html></html>")
+    return nb
+
+
+def test_feedback_goes_only_to_the_submission_that_was_graded(tmp_path):
+    """Отчёт — той сдаче, которую оценил make grade; собранная позже ждёт нового make grade."""
+    settings = replace(Settings(), work=tmp_path)
+    graded = _submission(settings, "ivanov", "x = 1")
+    newer = _submission(settings, "Petrova", "y = 1")
+    scores = {
+        (student, LAB): ledger.Graded(
+            ledger.upload_fingerprint(nb), {"task": TaskScore(1.0, None, 1.0, False)}
+        )
+        for student, nb in (("ivanov", graded), ("Petrova", newer))
+    }
+    ledger.save_scores(settings.work, scores)
+    resubmitted = settings.submitted / "Petrova" / LAB / f"{LAB}.ipynb"
+    resubmitted.write_text(json.dumps({**newer, "cells": []}))
+    found = {item.student: item.problem for item in hub.hub_feedback(settings)}
+    assert found["ivanov"] is None
+    assert "новее оценённой" in found["Petrova"]
+    assert hub.release_feedback(settings) == []  # курс не на JupyterHub: exchange нет
+
+
+def test_the_exchange_can_live_outside_the_work_folder(tmp_path):
+    """На сервере exchange — общая папка (COURSE7_EXCHANGE_DIR): её видят и учащиеся, и сбор."""
+    shared = tmp_path / "srv" / "exchange"
+    env = {"COURSE7_GRADING_DIR": str(tmp_path / "work"), "COURSE7_EXCHANGE_DIR": str(shared)}
+    settings = Settings.from_env(env)
+    assert settings.exchange == shared
+    assert (
+        Settings.from_env({"COURSE7_GRADING_DIR": str(tmp_path)}).exchange == tmp_path / "exchange"
+    )
+    learner = _nbgrader(hub.write_user_config(tmp_path / "config", "ivanov", settings))
+    assert learner.Exchange.root == str(shared)
