@@ -17,7 +17,6 @@ exchange (``make hub-release``) и видит её в formgrader «released»; �
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import zipfile
@@ -28,6 +27,7 @@ from pathlib import Path
 import pytest
 from corpus import CORRECT, FORWARD, LAB2, lab2
 
+from feedback.settings import REQUIRE_BROWSER
 from feedback.teacher import grade, hub, ledger, reports
 from feedback.teacher.settings import COURSE_ID, GIB, Limits, Settings
 
@@ -135,7 +135,7 @@ def _proxy_or_skip() -> Path:
     proxy = hub.find_proxy()
     if proxy is None:
         message = "нет configurable-http-proxy: make hub-proxy (npm ci из hub/package-lock.json)"
-        if os.environ.get("COURSE7_REQUIRE_BROWSER") == "1":
+        if REQUIRE_BROWSER.read() is True:
             pytest.fail(message)
         pytest.skip(message)
     return proxy
