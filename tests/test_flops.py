@@ -414,3 +414,21 @@ def test_bad_time_functions_get_a_russian_verdict(fn, verdict):
     result = flops.check_training_seconds(fn)
     assert not result.passed and verdict in result.message
     assert "Traceback" not in result.message
+
+
+def test_the_graded_table_probe_never_calls_the_learners_function():
+    """Зонд таблицы при оценивании не вызывает функцию задания 1: баллов за неё здесь нет, а
+    чужой код внутри зонда мог бы подменить и его наблюдение (работа c72_fake_observation)."""
+    from feedback.engine.probe import observation_payload
+
+    called = []
+
+    def learners_function(param_count, num_tokens):
+        called.append((param_count, num_tokens))
+        return 6 * param_count * num_tokens
+
+    objects = lambda: ([], learners_function)  # noqa: E731
+    observation_payload("gid", "flops.check_final_results", objects, "{}", "метка")
+    assert called == []
+    flops.FINAL_RESULTS.observe_envelope(objects, {})  # вне оценивания — для подсказки
+    assert called

@@ -117,7 +117,8 @@ def test_every_test_cell_is_one_check_call_that_becomes_a_probe(lab):
             emit = ast.parse(source).body[-1].value
             grade_id, name, objects, params, token = (ast.unparse(arg) for arg in emit.args)
             assert (grade_id, name, token) == ("'gid'", repr(call.name), "'метка'")
-            assert objects == f"lambda: ({', '.join(call.objects)},)"
+            expected = ast.unparse(ast.parse(f"lambda: ({', '.join(call.objects)},)"))
+            assert objects == expected
             assert json.loads(ast.literal_eval(params)) == {"cases": [[1, 2]]}
 
 

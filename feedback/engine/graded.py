@@ -122,14 +122,21 @@ class GradedCheck:
         if isinstance(self.judge, str):
             object.__setattr__(self, "judge", Verdict(self.judge))
 
-    def observe_envelope(self, get_objects: Callable[[], Any], params: Params) -> Envelope:
+    def observe_envelope(
+        self, get_objects: Callable[[], Any], params: Params, graded: bool = False
+    ) -> Envelope:
         """Наблюдение в конверте: ``{"ok": …}``, ``{"problem": …}`` или ``{"error": …}``.
 
         Никогда не бросает исключений (кроме прерывания ядра): всё, что пошло не так,
-        становится частью конверта.
+        становится частью конверта. ``graded=True`` (зонд оценивания) — только обязательные
+        объекты: необязательный нужен лишь подсказке, а вызывать код учащегося, за который
+        баллов не ставят, внутри зонда другого задания незачем — так он не испортит и это
+        наблюдение.
         """
         try:
             objects = tuple(get_objects())
+            if graded:
+                objects = objects[: self.required_objects()]
         except NameError as error:
             return _problem(
                 f"не найдена переменная: {error}.",
@@ -144,6 +151,17 @@ class GradedCheck:
         except Exception as error:
             return {"error": f"{type(error).__name__}: {error}"[:500]}
         return {"ok": observation}
+
+    def required_objects(self) -> int:
+        """Сколько объектов учащегося наблюдению обязательно (аргументы ``observe`` без
+        значения по умолчанию)."""
+        parameters = inspect.signature(self.observe).parameters.values()
+        return sum(
+            1
+            for p in parameters
+            if p.default is inspect.Parameter.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        )
 
     def judge_envelope(self, envelope: Any, params: Params) -> CheckResult:
         """Вердикт по конверту; испорченный конверт — непройденная проверка, не исключение.
