@@ -25,7 +25,8 @@ GPU-лабораторных импортируют тяжёлые библио�
 - :mod:`feedback.engine` — движок проверок: итог и строгий режим (``result``), пара
   «наблюдение → вердикт» (``graded``), проверки «функция → число» (``comparing``), вызов
   функции учащегося (``calling``), ответ как JSON (``values``), наблюдение при оценивании
-  (``probe``). ``CheckFailed``, ``CheckResult`` и ``strict_mode`` — прямо из ``feedback``;
+  (``probe``), ячейка, которая ждёт задания (``waiting``). ``CheckFailed``, ``CheckResult``
+  и ``strict_mode`` — прямо из ``feedback``;
 - :mod:`feedback.gpu` — GPU-среда лабораторных 7.1, 7.3, 7.5 и 7.6: где выполняется тетрадка
   (``host``), учебный режим и крошечная Gemma (``tiny_mode``, ``tiny_gemma``), доступ к
   Kaggle (``kaggle_access``), память для JAX (``xla_memory``), предупреждения (``notice``),

@@ -14,6 +14,10 @@
 Та же :func:`check_optimizer` проверяет и задание 2 лабораторной 7.6 — оптимизатор для карты
 на 32 ГБ, в которую помещается физический батч 4 (``steps=2``).
 
+:func:`require_accumulation` — первая строка ячейки обучения 7.6: пока в оптимизаторе
+задания 1 нет накопления градиентов, ячейка не обучает, а говорит одной русской строкой,
+что ждёт задания 1.
+
 Как это устроено в Keras 3.15 (бэкенд JAX, проверено тестами курса): с
 ``gradient_accumulation_steps=k`` оптимизатор складывает градиенты k микробатчей
 и делит на k (усредняет, а не суммирует); ``clipnorm`` применяется к этому
@@ -32,6 +36,7 @@ from typing import Any
 from feedback.engine.calling import LearnerProblem
 from feedback.engine.graded import GradedCheck, graded_check
 from feedback.engine.result import CheckResult
+from feedback.engine.waiting import WaitingForTask
 from feedback.formatting import format_plain, format_scientific, format_significant, plural
 from feedback.settings import default_keras_backend
 
@@ -169,6 +174,32 @@ def check_optimizer(
     задание 2 лабораторной 7.6, карта 32 ГБ с физическим батчем 4. Каждое неверное значение
     называется с ожидаемым и полученным.
     """
+
+
+def require_accumulation(optimizer: Any) -> None:
+    """Останавливает обучение 7.6, пока в оптимизаторе задания 1 нет накопления градиентов.
+
+    Обучение лабораторной — это обучение с накоплением: без него заготовка задания 1 (AdamW
+    без ``gradient_accumulation_steps`` и скорости обучения) обучала бы модель не тому, о чём
+    лабораторная, а Keras на заготовке «…» упал бы с английской ошибкой. Вместо этого ячейка
+    останавливается одной русской строкой (:class:`~feedback.engine.waiting.WaitingForTask`):
+    чего не хватает и что обучение ждёт задания 1. Оптимизатор с накоплением — верный или нет —
+    ячейку не останавливает: насколько он верен, говорит проверка задания.
+    """
+    try:
+        optimizer = _resolve_optimizer(optimizer)
+    except LearnerProblem as problem:
+        reason = problem.headline
+    else:
+        if getattr(optimizer, "gradient_accumulation_steps", None):
+            return
+        reason = (
+            "в оптимизаторе ещё нет накопления градиентов — не передан gradient_accumulation_steps."
+        )
+    raise WaitingForTask(
+        f"Обучение ждёт задания 1: {reason} Допишите оптимизатор в задании 1, а потом "
+        "выполните эту ячейку."
+    )
 
 
 # --------------------------------------------------------------------------- демонстрация

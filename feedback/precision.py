@@ -47,6 +47,7 @@ from feedback.engine.comparing import FunctionTask, choice, integers
 from feedback.engine.graded import GradedCheck, graded_check
 from feedback.engine.result import CheckResult
 from feedback.engine.values import describe
+from feedback.engine.waiting import WaitingForTask
 from feedback.formatting import format_gib, format_plain
 
 #: Слой, тип весов которого смотрит учащийся в задании 1 лабораторной 7.5.
@@ -522,16 +523,13 @@ class WeightsDtypeError(ValueError):
         return ["Модель не загружена.", *str(self).splitlines()]
 
 
-class WaitingForModel(WeightsDtypeError, AttributeError):
+class WaitingForModel(WaitingForTask, WeightsDtypeError, AttributeError):
     """Ячейке курса нужна модель, а её не загрузили: в Jupyter — одна русская строка.
 
     Это и ``AttributeError``: ``getattr(model, имя, по умолчанию)`` и ``hasattr`` у заглушки
     не падают, и код, который перебирает переменные (инструменты, подсказки Jupyter), её
     спокойно обходит.
     """
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self)]
 
 
 class ModelNotLoaded:

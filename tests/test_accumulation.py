@@ -14,6 +14,7 @@ import pytest
 
 from feedback import CheckFailed, accumulation
 from feedback.answers.accumulation import literal
+from feedback.engine.waiting import WaitingForTask
 from feedback.settings import default_keras_backend
 
 default_keras_backend()  # Keras на JAX, как в тетрадках: до первого import keras
@@ -232,6 +233,41 @@ def test_lab_7_6_hints_stay_out_of_other_settings(keras):
         learning_rate=8e-4,
     )
     assert "из опыта" not in other.message, other.message
+
+
+# --------------------------------------------------------------------------- обучение 7.6
+
+
+@pytest.mark.parametrize(
+    ("untouched", "reason"),
+    [
+        (
+            lambda keras: adamw(keras, gradient_accumulation_steps=..., learning_rate=...),
+            "не передан",
+        ),
+        (lambda keras: ..., "ещё не создан"),
+        (lambda keras: "adamw", "строка"),
+    ],
+)
+def test_training_waits_for_task_1_in_one_russian_line(keras, untouched, reason, monkeypatch):
+    """Заготовка задания 1 (AdamW без накопления) или «…»: обучение не начинается."""
+    for strict in ("0", "1"):  # и при оценивании ячейка падает с той же строкой
+        monkeypatch.setenv("FEEDBACK_STRICT", strict)
+        with pytest.raises(WaitingForTask) as stop:
+            accumulation.require_accumulation(untouched(keras))
+        [line] = stop.value._render_traceback_()
+        assert line.startswith("Обучение ждёт задания 1: ") and reason in line, line
+        assert "\n" not in line
+
+
+def test_any_accumulating_optimizer_lets_training_start(keras):
+    """Неверное, но сделанное задание 1 — не повод останавливать: об ошибке скажет проверка."""
+    for steps, learning_rate in ((8, 8e-4), (4, 1e-3)):
+        optimizer = adamw(keras, gradient_accumulation_steps=steps, learning_rate=learning_rate)
+        assert accumulation.require_accumulation(optimizer) is None
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer=adamw(keras), loss="mse")
+    assert accumulation.require_accumulation(model) is None
 
 
 # --------------------------------------------------------------------------- карта 32 ГБ

@@ -8,7 +8,9 @@
   типичные ошибки;
 - :mod:`~feedback.engine.calling` — вызов функции учащегося: не реализована, упала, зависла;
 - :mod:`~feedback.engine.values` — ответ учащегося как данные JSON;
-- :mod:`~feedback.engine.probe` — наблюдение при оценивании (сторона песочницы).
+- :mod:`~feedback.engine.probe` — наблюдение при оценивании (сторона песочницы);
+- :mod:`~feedback.engine.waiting` — ячейка курса ждёт невыполненного задания: одна русская
+  строка вместо трассировки.
 
 Кто пользуется: модули лабораторных (:mod:`feedback.flops`, :mod:`feedback.memory`,
 :mod:`feedback.wall`, :mod:`feedback.precision`, :mod:`feedback.accumulation`,
