@@ -426,11 +426,11 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
 
     # summary.html: в «Ждут ручной проверки» — Иванов с этим ответом, Петровой там нет.
     summary = BeautifulSoup((work / "summary.html").read_text("utf-8"), "html.parser")
-    waiting = [
-        [" ".join(cell.get_text().split()) for cell in row.find_all("td")]
-        for row in summary.select("section#pending tr")[1:]
-    ]
-    assert waiting == [["ivanov", LAB2, ANSWER, "1"]]
+    rows = summary.select("section#pending tr")[1:]
+    waiting = [[" ".join(cell.get_text().split()) for cell in row.find_all("td")] for row in rows]
+    # Учащийся, лабораторная и задание — словами курса; баллы ждут оценки, на просмотре — ничего.
+    assert waiting == [["ivanov", TITLE, "Вопрос 1", "1", "", "0"]]
+    assert [row["data-lab"] for row in rows] == [LAB2]
 
     # grades.csv и changes.csv: балл ждёт проверки; почему — ответ изменён.
     grades = _by(read_csv(work / "grades.csv"), "student_id", "assignment")

@@ -84,7 +84,11 @@ def test_a_busy_port_is_skipped():
 
 def test_make_formgrader_runs_the_module():
     dry = subprocess.run(
-        ["make", "-n", "formgrader"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "--no-print-directory", "-n", "formgrader"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert dry.stdout.strip().splitlines()[-1].endswith("python -m feedback.teacher.formgrader")
 

@@ -288,6 +288,9 @@ def parse_check_call(source: str) -> CheckCall:
         raise ValueError("объекты учащегося передаются в проверку именами переменных")
     if any(isinstance(value, _Name) for value in params.values()):
         raise ValueError("параметры проверки в ячейке-тесте должны быть литералами")
+    # Оценивается только то, что обязательно наблюдению: необязательный объект (функция
+    # задания 1 у таблицы 7.2) нужен лишь подсказке и в зонд другого задания не входит.
+    objects = objects[: find(name).required_objects()]
     return CheckCall(name, tuple(str(item) for item in objects), params)
 
 
