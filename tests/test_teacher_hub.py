@@ -18,7 +18,7 @@ import pytest
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from feedback.teacher import hub, ledger
+from feedback.teacher import gradebook, hub, ledger
 from feedback.teacher.gradebook import TaskScore
 from feedback.teacher.settings import COURSE_ID, ROOT, Settings
 
@@ -257,3 +257,44 @@ def test_the_exchange_can_live_outside_the_work_folder(tmp_path):
     )
     learner = _nbgrader(hub.write_user_config(tmp_path / "config", "ivanov", settings))
     assert learner.Exchange.root == str(shared)
+
+
+def test_late_submissions_are_named_against_the_due_date(tmp_path):
+    """Опоздавшие — по сроку лабораторной в базе nbgrader и timestamp.txt сдачи; сдача ровно в
+    срок и работа без времени сдачи (архив Moodle) — не опоздание."""
+    settings = replace(Settings(), work=tmp_path)
+    assert hub.late(settings) == []  # базы ещё нет: сроков нет
+    with gradebook._open(tmp_path) as gb:
+        gb.update_or_create_assignment(LAB, duedate="2026-12-01 23:59:00 UTC")
+    stamps = {
+        "ivanov": "2026-12-03 23:58:30.500000 UTC",
+        "Petrova": "2026-12-01 23:59:00.000000 UTC",
+        "sidorov": "2026-12-01 23:58:59.999999 UTC",
+        "smirnov": "2026-12-02 00:00:01.000000 UTC",
+    }
+    for student, stamp in stamps.items():
+        folder = settings.submitted / student / LAB
+        folder.mkdir(parents=True)
+        (folder / hub.TIMESTAMP).write_text(stamp)
+    (settings.submitted / "kuznetsov" / LAB).mkdir(parents=True)  # из архива Moodle
+    found = {item.student: item.seconds for item in hub.late(settings)}
+    assert found == {"ivanov": 2 * 86400 - 29.5, "smirnov": 61}
+    lines = hub.late_lines(hub.late(settings))
+    assert lines[1:] == [
+        f"  ivanov · {LAB}: сдана 2026-12-03 23:58 UTC, срок 2026-12-01 23:59 UTC — на 2 дня",
+        f"  smirnov · {LAB}: сдана 2026-12-02 00:00 UTC, срок 2026-12-01 23:59 UTC — на 2 минуты",
+    ]
+    assert hub.late_lines([]) == []
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (1, "на 1 минуту"),
+        (5 * 3600 + 120, "на 5 часов 2 минуты"),
+        (86400 + 3 * 3600 + 21 * 60, "на 1 день 3 часа 21 минуту"),
+        (5 * 86400 + 60, "на 5 дней 1 минуту"),
+    ],
+)
+def test_how_late_is_said_in_words(seconds, words):
+    assert hub._how_late(seconds) == words

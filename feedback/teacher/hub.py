@@ -6,6 +6,8 @@ JupyterLab, преподаватель собирает работы (``nbgrader
 ``make grade`` в той же песочнице, что и архив Moodle, проверяет письменные ответы в formgrader
 и выдаёт отчёты (``make feedback`` → ``nbgrader release_feedback``); учащиеся забирают их той
 же вкладкой. Всё это делает сам nbgrader; здесь — только его настройка и связь с ``make grade``.
+Пересдача, сдача после срока и учащийся без сдачи — как с архивом Moodle: оценивается последняя
+сдача, опоздавшую ``make collect`` только называет (:func:`late`), несдавшего в таблицах нет.
 
 ``make hub`` запускает настоящий JupyterHub на этой машине для пробы и маленькой группы:
 
@@ -40,6 +42,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -430,8 +433,10 @@ def inbound(settings: Settings) -> list[dict[str, str]]:
 def collect(settings: Settings) -> dict[str, str]:
     """``nbgrader collect --update`` каждой лабораторной, которую сдавали: работы → submitted/.
 
-    Из нескольких сдач берётся последняя (так делает nbgrader); ``make grade`` оценивает
-    ``submitted/`` как папку ``<учащийся>/<лабораторная>/``. Возвращает журнал nbgrader.
+    Из нескольких сдач берётся последняя, и сданная после срока тоже (так делает nbgrader, и
+    так приходит последняя сдача в архиве Moodle): опоздавшие называет :func:`late`, а не
+    отбрасывает сбор. ``make grade`` оценивает ``submitted/`` как папку
+    ``<учащийся>/<лабораторная>/``. Возвращает журнал nbgrader.
     """
     submitted = inbound(settings)
     labs = sorted({item["lab"] for item in submitted})
@@ -441,6 +446,91 @@ def collect(settings: Settings) -> dict[str, str]:
     same_user = all(Path(item["path"]).stat().st_uid == os.getuid() for item in submitted)
     api = nbgrader_api(settings, ExchangeCollect__check_owner=not same_user)
     return {lab: _checked(api.collect(lab, update=True), f"сбор {lab}") for lab in labs}
+
+
+@dataclass(frozen=True)
+class Late:
+    """Собранная сдача, сданная после срока лабораторной (время — UTC, как у nbgrader)."""
+
+    student: str
+    lab: str
+    timestamp: datetime
+    duedate: datetime
+
+    @property
+    def seconds(self) -> float:
+        return (self.timestamp - self.duedate).total_seconds()
+
+
+def _duedates(settings: Settings) -> dict[str, datetime]:
+    """Сроки лабораторных из базы оценок nbgrader (ставит преподаватель в formgrader)."""
+    if not (settings.work / "gradebook.db").is_file():
+        return {}
+    from nbgrader.api import Gradebook
+
+    with Gradebook(settings.gradebook_url, COURSE_ID) as gb:
+        return {item.name: item.duedate for item in gb.assignments if item.duedate is not None}
+
+
+def late(settings: Settings) -> list[Late]:
+    """Собранные сдачи (``submitted/``) позже срока своей лабораторной.
+
+    Срок — ``duedate`` лабораторной в базе nbgrader: его ставит преподаватель в formgrader
+    (Manage Assignments → карандаш у лабораторной → Due date) или ``nbgrader db assignment add
+    --duedate``; без срока опоздавших нет. Время сдачи — ``timestamp.txt`` от ``nbgrader
+    submit``; сравнивает их так же сам nbgrader (``SubmittedAssignment.total_seconds_late``).
+    Такие работы оцениваются как все, без штрафа, как и с Moodle: nbgrader по умолчанию
+    опоздание не штрафует (``LateSubmissionPlugin.penalty_method = "none"``).
+    """
+    from nbgrader.utils import parse_utc
+
+    due = _duedates(settings)
+    found = []
+    for stamp in sorted(settings.submitted.glob(f"*/*/{TIMESTAMP}")):
+        folder = stamp.parent
+        student, lab = folder.parent.name, folder.name
+        if lab not in due:
+            continue
+        try:
+            submitted = parse_utc(stamp.read_text(encoding="utf-8").strip() or None)
+        except (OSError, ValueError, OverflowError):
+            continue
+        if submitted is not None and submitted > due[lab]:
+            found.append(Late(student, lab, submitted, due[lab]))
+    return found
+
+
+def _how_late(seconds: float) -> str:
+    """«на 2 дня 3 часа», «на 1 час 5 минут», «на 1 минуту»: с точностью до минуты, вверх."""
+    minutes = max(1, int(-(-seconds // 60)))
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    parts = [
+        plural(value, *words)
+        for value, words in (
+            (days, ("день", "дня", "дней")),
+            (hours, ("час", "часа", "часов")),
+            (minutes, ("минуту", "минуты", "минут")),
+        )
+        if value
+    ]
+    return "на " + " ".join(parts)
+
+
+def late_lines(found: list[Late]) -> list[str]:
+    """Строки ``make collect`` об опоздавших: кто, какая лабораторная, когда и насколько."""
+    if not found:
+        return []
+    lines = [
+        "Сданы после срока (оцениваются как все, без штрафа; срок — в formgrader, Manage "
+        "Assignments):"
+    ]
+    for item in found:
+        lines.append(
+            f"  {item.student} · {item.lab}: сдана {item.timestamp:%Y-%m-%d %H:%M} UTC, срок "
+            f"{item.duedate:%Y-%m-%d %H:%M} UTC — {_how_late(item.seconds)}"
+        )
+    return lines
 
 
 @dataclass(frozen=True)
@@ -647,6 +737,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"Сданных работ нет ({settings.exchange / COURSE_ID / 'inbound'}).")
             else:
                 print(f"Работы собраны в {settings.submitted}: теперь make grade")
+            for line in late_lines(late(settings)):
+                print(line)
             return 0
         if args.action == "feedback":
             _print_feedback(release_feedback(settings))
