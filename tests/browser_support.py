@@ -317,6 +317,39 @@ def server_page(server: LabServer, chromium: str, timeout_ms: int = 30_000) -> I
             browser.close()
 
 
+# --- formgrader в браузере -------------------------------------------------------------
+
+
+def open_submission(page, base_url: str, submission_id: str) -> None:
+    """Страница работы в formgrader (``base_url`` — адрес сервера преподавателя)."""
+    page.goto(f"{base_url}/formgrader/submissions/{submission_id}/", wait_until="load")
+    page.wait_for_load_state("networkidle")
+
+
+def grade_in_formgrader(page, grade_id: str, score: str, comment: str) -> None:
+    """Балл и комментарий ответу ``grade_id`` на открытой странице работы formgrader.
+
+    Как их ставит преподаватель: набрал и ушёл с поля — formgrader сохраняет по событию
+    change через свой API; ждём ответа на каждый PUT и проверяем, что он успешен. Поля
+    заполняются, только когда скрипты formgrader уже загрузили баллы и комментарии работы
+    (иначе набранное никто не сохранит): тогда у полей появляются подсказки.
+    """
+    from playwright.sync_api import expect
+
+    score_field = page.locator(f"input.score#{grade_id}")
+    comment_field = page.locator(f"textarea#{grade_id}-comment")
+    extra_credit = page.locator(f"input#{grade_id}_extra_credit")
+    expect(extra_credit).to_have_attribute("placeholder", "0", timeout=30_000)
+    expect(comment_field).to_have_attribute("placeholder", re.compile(r"\S"), timeout=30_000)
+    for field, value, kind in ((score_field, score, "grade"), (comment_field, comment, "comment")):
+        with page.expect_response(
+            lambda r, kind=kind: f"/formgrader/api/{kind}/" in r.url and r.request.method == "PUT"
+        ) as saved:
+            field.fill(value)
+            field.blur()
+        assert saved.value.ok, (kind, saved.value.status, saved.value.text())
+
+
 def _wait_until_ready(
     server: LabServer, process: subprocess.Popen, timeout: float, name: str = "jupyter lab"
 ) -> None:

@@ -36,7 +36,15 @@ from bs4 import BeautifulSoup
 from corpus import LAB2, PWNED
 from moodle_support import download_zip
 
-from browser_support import ROOT, SCREENSHOTS, chromium_or_skip, formgrader_server, server_page
+from browser_support import (
+    ROOT,
+    SCREENSHOTS,
+    chromium_or_skip,
+    formgrader_server,
+    grade_in_formgrader,
+    open_submission,
+    server_page,
+)
 from submissions import read_csv, submission
 
 #: Страницы в настоящем Chromium: среди тестов класса они идут первыми (tests/conftest.py).
@@ -241,9 +249,7 @@ def test_manual_grading_in_formgrader_reaches_the_report(grading_copy, tmp_path)
         assert waiting == ["reflection_backward", "reflection_scaling"]
         graded, left = "reflection_scaling", "reflection_backward"
         with server_page(server, chromium) as page:
-            url = f"{server.url}/formgrader/submissions/{submission_id}/"
-            page.goto(url, wait_until="load")
-            page.wait_for_load_state("networkidle")
+            open_submission(page, server.url, submission_id)
             score = page.locator(f"input.score#{graded}")
             comment = page.locator(f"textarea#{graded}-comment")
             expect(score).to_be_visible()
@@ -256,18 +262,7 @@ def test_manual_grading_in_formgrader_reaches_the_report(grading_copy, tmp_path)
             assert "Критерии для преподавателя" in page.evaluate(_NEXT_CELL_JS, left)
 
             # formgrader сохраняет по событию change (уход с поля) через свой API.
-            with page.expect_response(
-                lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"
-            ) as saved:
-                score.fill("0.5")
-                score.blur()
-            assert saved.value.ok
-            with page.expect_response(
-                lambda r: "/formgrader/api/comment/" in r.url and r.request.method == "PUT"
-            ) as saved:
-                comment.fill(COMMENT)
-                comment.blur()
-            assert saved.value.ok
+            grade_in_formgrader(page, graded, "0.5", COMMENT)
 
             page.reload(wait_until="load")
             page.wait_for_load_state("networkidle")
@@ -332,22 +327,9 @@ def _grade_in_browser(server, chromium, student: str, score: str, comment: str) 
     listed = api(server, f"submitted_notebooks/{LAB2}/{LAB2}")
     item = next(item for item in listed if item["student"] == student)
     with server_page(server, chromium) as page:
-        page.goto(f"{server.url}/formgrader/submissions/{item['id']}/", wait_until="load")
-        page.wait_for_load_state("networkidle")
-        field, note = (
-            page.locator(f"input.score#{ANSWER}"),
-            page.locator(f"textarea#{ANSWER}-comment"),
-        )
-        expect(field).to_have_value("")
-        for locator, value, kind in ((field, score, "grade"), (note, comment, "comment")):
-            with page.expect_response(
-                lambda r, kind=kind: (
-                    f"/formgrader/api/{kind}/" in r.url and r.request.method == "PUT"
-                )
-            ) as saved:
-                locator.fill(value)
-                locator.blur()
-            assert saved.value.ok
+        open_submission(page, server.url, item["id"])
+        expect(page.locator(f"input.score#{ANSWER}")).to_have_value("")
+        grade_in_formgrader(page, ANSWER, score, comment)
 
 
 def _manual_state(server, student: str) -> tuple[bool, object]:
