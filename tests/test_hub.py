@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 import zipfile
 from contextlib import contextmanager
 from dataclasses import replace
@@ -26,12 +27,19 @@ from pathlib import Path
 
 import pytest
 from corpus import CORRECT, FORWARD, LAB2, lab2
+from nbgrader.utils import parse_utc
 
 from feedback.settings import REQUIRE_BROWSER
-from feedback.teacher import grade, hub, ledger, reports
+from feedback.teacher import export, grade, gradebook, hub, ledger, reports
 from feedback.teacher.settings import COURSE_ID, GIB, Limits, Settings
 
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, chromium_or_skip
+from browser_support import (
+    CHROMIUM_FLAGS,
+    SCREENSHOTS,
+    chromium_or_skip,
+    grade_in_formgrader,
+    open_submission,
+)
 from submissions import read_csv, write_submission
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -46,7 +54,16 @@ ROSTER = (
 TYPED = {"ivanov": CORRECT, "Petrova": FORWARD}
 ANSWER = {"ivanov": "В 100 раз: FLOPs растут как P·N.", "Petrova": "В 20 раз."}
 COMMENT = "Верно: FLOPs пропорциональны и P, и N."
+#: Ответ Иванова на вопрос 1 в пересдаче.
+REWRITTEN = "Переписал: в 100 раз, ведь 6·P·N линейна и по P, и по N."
 NOTEBOOK = f"{COURSE_ID}/{LAB2}/{LAB2}.ipynb"
+#: Письменный ответ, который оценивает преподаватель (вопрос 1), и время сдач в exchange.
+QUESTION = "reflection_scaling"
+FIRST_ANSWER = "FLOPs растут в 100 раз: и параметров, и токенов в 10 раз больше."
+FIRST_TIME = "2026-12-01 10:00:00.000000 UTC"
+SECOND_TIME = "2026-12-02 10:00:00.000000 UTC"
+#: Срок лабораторной (в formgrader — Manage Assignments → Due date).
+DUE = "2026-12-01 23:59:00.000000 UTC"
 SHORT = Limits(notebook_seconds=120, cell_seconds=30, memory_bytes=int(1.5 * GIB))
 
 
@@ -99,11 +116,16 @@ def test_one_learner_through_the_hub_and_through_moodle_is_one_id(tmp_path, fres
     assert [item.problem for item in hub.hub_feedback(settings)] == [None]
 
 
-def _submit(settings: Settings, student: str, stamp: str, function: str) -> Path:
-    """Сдача в inbound, как её кладёт ``nbgrader submit``: тетрадка, время и секрет сдачи."""
+def _submit(
+    settings: Settings, student: str, stamp: str, function: str, answer: str | None = None
+) -> Path:
+    """Сдача в inbound, как её кладёт ``nbgrader submit``: тетрадка, время и секрет сдачи.
+
+    ``answer`` — письменный ответ на вопрос 1 (без него — нетронутая заготовка)."""
     folder = settings.exchange / COURSE_ID / "inbound" / f"{student}+{LAB2}+{stamp}+{stamp[-6:]}"
     folder.mkdir(parents=True)
-    (folder / f"{LAB2}.ipynb").write_text(json.dumps(lab2(function)), encoding="utf-8")
+    notebook = lab2(function, **({QUESTION: answer} if answer is not None else {}))
+    (folder / f"{LAB2}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
     (folder / hub.TIMESTAMP).write_text(stamp)
     (folder / hub.SUBMISSION_SECRET).write_text(f"secret-{stamp}")
     return folder
@@ -126,6 +148,131 @@ def test_collect_takes_each_learners_latest_submission(tmp_path, fresh_work):
     }
     notebook = json.loads((settings.submitted / "ivanov" / LAB2 / f"{LAB2}.ipynb").read_text())
     assert CORRECT in ["".join(cell["source"]) for cell in notebook["cells"]]
+
+
+def _manual(work: Path, student: str, score: float, comment: str) -> None:
+    """Как formgrader: балл и комментарий письменному ответу, ответ больше не ждёт проверки."""
+    with gradebook._open(work) as gb:
+        found = gb.find_grade(QUESTION, LAB2, LAB2, student)
+        found.manual_score, found.needs_manual_grade = score, False
+        gb.find_comment(QUESTION, LAB2, LAB2, student).manual_comment = comment
+        gb.db.commit()
+
+
+def _changes(work: Path) -> dict[tuple[str, str], tuple[str, str, str]]:
+    return {
+        (row["student_id"], row["task"]): (row["old_points"], row["new_points"], row["why"])
+        for row in read_csv(work / ledger.CHANGES)
+    }
+
+
+def test_a_resubmission_through_the_exchange_is_graded_as_a_new_moodle_upload(
+    tmp_path, sandbox, fresh_work
+):
+    """Пересдача через exchange — как новый архив Moodle: оценивается последняя сдача; ручная
+    оценка неизменённого ответа остаётся, изменённый ответ снова ждёт проверки (changes.csv,
+    manual_archive.csv), а отчёт выдаётся оценённой пересдаче."""
+    settings = _settings(fresh_work(tmp_path / "work"))
+    work = settings.work
+    _submit(settings, "ivanov", FIRST_TIME, FORWARD, FIRST_ANSWER)
+    _submit(settings, "Petrova", FIRST_TIME, CORRECT, FIRST_ANSWER)
+    hub.collect(settings)
+    grade.grade(roster_file=_roster(tmp_path), settings=settings)
+    _manual(work, "ivanov", 1.0, COMMENT)
+    _manual(work, "Petrova", 1.0, "Верно.")
+
+    # Иванов исправил функцию, а ответ не трогал; Петрова переписала только ответ.
+    _submit(settings, "ivanov", SECOND_TIME, CORRECT, FIRST_ANSWER)
+    _submit(settings, "Petrova", SECOND_TIME, CORRECT, "Переписала: в 100 раз, 6·P·N.")
+    hub.collect(settings)
+    grade.grade(settings=settings)
+
+    results = gradebook.results(work)
+    ivanov, petrova = results[("ivanov", LAB2)], results[("Petrova", LAB2)]
+    assert ivanov.timestamp == petrova.timestamp == parse_utc(SECOND_TIME)
+    assert ivanov.tasks["check_compute_num_flops"].score == 2  # оценена пересдача
+    assert (ivanov.tasks[QUESTION].manual, ivanov.tasks[QUESTION].waiting) == (1.0, False)
+    assert (petrova.tasks[QUESTION].manual, petrova.tasks[QUESTION].pending) == (None, True)
+    with gradebook._open(work) as gb:
+        assert gb.find_comment(QUESTION, LAB2, LAB2, "ivanov").manual_comment == COMMENT
+        assert gb.find_comment(QUESTION, LAB2, LAB2, "Petrova").manual_comment is None
+    changes = _changes(work)
+    assert changes[("ivanov", "check_compute_num_flops")] == ("0", "2", "новая работа")
+    assert changes[("ivanov", QUESTION)] == ("", "1", "ручная оценка")  # поставлена и осталась
+    assert changes[("Petrova", QUESTION)] == ("1", "", ledger.ANSWER_CHANGED)
+    assert ("Petrova", "check_compute_num_flops") not in changes  # баллы функции те же
+    (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
+    assert (archived["student_id"], archived["task"], archived["manual_points"]) == (
+        "Petrova",
+        QUESTION,
+        "1",
+    )
+    # Отчёты — пересдаче: её тетрадка та, что оценена.
+    assert {item.student: item.problem for item in hub.hub_feedback(settings)} == {
+        "ivanov": None,
+        "Petrova": None,
+    }
+
+
+def _due(settings: Settings, when: str) -> None:
+    """Срок лабораторной в базе nbgrader — как его ставит преподаватель в formgrader."""
+    with gradebook._open(settings.work) as gb:
+        gb.update_or_create_assignment(LAB2, duedate=when)
+
+
+def test_late_work_and_a_learner_without_work_are_as_with_moodle(
+    tmp_path, sandbox, fresh_work, monkeypatch, capsys
+):
+    """Сдача после срока собирается и оценивается без штрафа (``make collect`` называет её), а
+    учащийся из списка, который ничего не сдал, в grades.csv и moodle_grades.csv — тот же, что с
+    архивом Moodle: строки работы нет, оценка пуста, а не 0."""
+    roster = _roster(tmp_path)
+    through_hub = _settings(fresh_work(tmp_path / "hub"))
+    through_moodle = _settings(fresh_work(tmp_path / "moodle"))
+    for settings in (through_hub, through_moodle):
+        _due(settings, DUE)
+    _submit(through_hub, "ivanov", "2026-12-01 10:00:00.000000 UTC", FORWARD)  # вовремя
+    _submit(through_hub, "ivanov", "2026-12-02 10:00:00.000000 UTC", CORRECT)  # после срока
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(through_hub.work))
+    monkeypatch.delenv("COURSE7_EXCHANGE_DIR", raising=False)
+    assert hub.main(["collect"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        f"ivanov · {LAB2}: сдана 2026-12-02 10:00 UTC, срок 2026-12-01 23:59 UTC — "
+        "на 10 часов 1 минуту"
+    ) in printed
+    (late,) = hub.late(through_hub)
+    assert (late.student, late.lab, late.seconds) == ("ivanov", LAB2, 10 * 3600 + 60)
+
+    grade.grade(roster_file=roster, settings=through_hub)
+    moodle = _moodle_zip(tmp_path / "7.2.zip", lab2(CORRECT))
+    grade.grade(moodle, roster_file=roster, settings=through_moodle)
+    grades, lms = {}, {}
+    for road, settings in (("hub", through_hub), ("moodle", through_moodle)):
+        gradebook.export(settings.work)
+        export.moodle_grades(settings.work)
+        grades[road] = read_csv(settings.work / "grades.csv")
+        lms[road] = read_csv(settings.work / "export" / "moodle_grades.csv")
+
+    # Опоздание видно по времени сдачи рядом со сроком; баллы — как у работы из Moodle.
+    (late_row,), (moodle_row,) = grades["hub"], grades["moodle"]
+    assert late_row["student_id"] == moodle_row["student_id"] == "ivanov"
+    assert late_row["timestamp"] > late_row["duedate"] == moodle_row["duedate"] != ""
+    assert moodle_row["timestamp"] == ""  # в архиве Moodle времени сдачи нет
+    assert {**late_row, "timestamp": ""} == moodle_row
+    assert float(late_row["late_submission_penalty"]) == 0
+    assert float(late_row["score"]) == float(late_row["raw_score"])  # без штрафа
+    # Оценена поздняя сдача (верная функция), а не сданная вовремя.
+    tasks = gradebook.results(through_hub.work)[("ivanov", LAB2)].tasks
+    assert tasks["check_compute_num_flops"].score == 2
+    # Петрова ничего не сдала: её строка в выгрузке та же, что с Moodle, и без нулей.
+    assert lms["hub"] == lms["moodle"]
+    petrova = next(row for row in lms["hub"] if row["id"] == "Petrova")
+    title = export.lab_titles()[LAB2]
+    assert (petrova[title], petrova[f"{title} — отзыв"]) == ("", "")
+    named = {"email", "id", "first_name", "last_name"}
+    assert all(value == "" for key, value in petrova.items() if key not in named)
+    assert [item.student for item in hub.hub_feedback(through_hub)] == ["ivanov"]
 
 
 # --------------------------------------------------------------------------- в браузере
@@ -264,6 +411,37 @@ def type_into(page, cell, text: str) -> None:
     page.keyboard.insert_text(text)
 
 
+def edit_and_submit(
+    page, attempt: int, shot_name: str, shown: str, answer: str, code: str | None = None
+) -> None:
+    """Сдача номер ``attempt`` из своей копии лабораторной: функция (если ``code``) и ответ на
+    вопрос 1 вместо ``shown``, сохранить (снимок ``shot_name``) и Submit во вкладке Assignments.
+    """
+    from playwright.sync_api import expect
+
+    page.goto(page.url.split("/lab")[0] + f"/lab/tree/{NOTEBOOK}")
+    notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    task = notebook.locator(".jp-CodeCell", has_text="def compute_num_flops")
+    task.wait_for()
+    if code is not None:
+        type_into(page, task, code)
+    cell = notebook.locator(".jp-MarkdownCell", has_text=shown).first
+    cell.scroll_into_view_if_needed()
+    cell.dblclick()
+    type_into(page, cell, answer)
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Control+s")
+    page.locator(".jp-mod-dirty").wait_for(state="detached")
+    task.scroll_into_view_if_needed()
+    shot(page, shot_name)
+    assignments(page)
+    # Каждая сдача — своя строка со временем сдачи под лабораторной в «Submitted assignments».
+    attempts = page.locator("#submitted_assignments_list .nested_list_item", has_text="UTC")
+    expect(attempts).to_have_count(attempt - 1)
+    page.locator("#fetched_assignments_list").get_by_role("button", name="Submit").click()
+    expect(attempts).to_have_count(attempt)
+
+
 def learner_fetches_edits_and_submits(course_hub, name: str) -> None:
     with person(course_hub, name.lower()) as page:
         # У учащегося в меню nbgrader — только его вкладка, без formgrader.
@@ -276,28 +454,17 @@ def learner_fetches_edits_and_submits(course_hub, name: str) -> None:
         row.get_by_role("button", name="Fetch").click()
         fetched = page.locator("#fetched_assignments_list .list_item", has_text=LAB2).first
         fetched.wait_for()
-
-        page.goto(page.url.split("/lab")[0] + f"/lab/tree/{NOTEBOOK}")
-        notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-        task = notebook.locator(".jp-CodeCell", has_text="def compute_num_flops")
-        task.wait_for()
-        type_into(page, task, TYPED[name])
-        answer = notebook.locator(".jp-MarkdownCell", has_text="Впишите сюда свой ответ").first
-        answer.scroll_into_view_if_needed()
-        answer.dblclick()
-        type_into(page, answer, ANSWER[name])
-        page.keyboard.press("Shift+Enter")
-        page.keyboard.press("Control+s")
-        page.locator(".jp-mod-dirty").wait_for(state="detached")
-        task.scroll_into_view_if_needed()
-        shot(page, f"{name}_2_edited")
-
-        assignments(page)
-        page.locator("#fetched_assignments_list").get_by_role("button", name="Submit").click()
-        submitted = page.locator("#submitted_assignments_list .list_item", has_text=LAB2)
-        submitted.first.wait_for()
-        assert "UTC" in submitted.first.inner_text()
+        edit_and_submit(
+            page, 1, f"{name}_2_edited", "Впишите сюда свой ответ", ANSWER[name], TYPED[name]
+        )
         shot(page, f"{name}_3_submitted")
+
+
+def learner_resubmits(course_hub, name: str, answer: str) -> None:
+    """Учащийся переписал ответ в той же копии и сдал ещё раз: в списке сдач — обе."""
+    with person(course_hub, name.lower()) as page:
+        edit_and_submit(page, 2, f"{name}_6_edited_again", ANSWER[name], answer)
+        shot(page, f"{name}_7_resubmitted")
 
 
 def teacher_sees_formgrader(course_hub) -> None:
@@ -321,30 +488,15 @@ def teacher_grades_the_answer(course_hub, student: str) -> None:
         listed = page.request.get(f"{base}/formgrader/api/submitted_notebooks/{LAB2}/{LAB2}")
         assert listed.ok, listed.text()
         item = next(item for item in listed.json() if item["student"] == student)
-        page.goto(f"{base}/formgrader/submissions/{item['id']}/", wait_until="load")
-        page.wait_for_load_state("networkidle")
-        # Скрипты formgrader загрузили баллы работы через свой API: поля готовы к вводу.
+        open_submission(page, base, item["id"])
+        # formgrader показывает балл автопроверки этой работы.
         expect(page.locator("input.score#check_compute_num_flops")).to_have_attribute(
             "placeholder", "2"
         )
-        score = page.locator("input.score#reflection_scaling")
         # Оценено ровно то, что учащийся набрал в своём JupyterLab.
-        expect_text = page.locator(".nbgrader_cell", has_text=ANSWER[student]).first
-        expect_text.wait_for()
-        with page.expect_response(
-            lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"
-        ) as saved:
-            score.fill("1")
-            score.blur()
-        assert saved.value.ok
-        comment = page.locator("textarea#reflection_scaling-comment")
-        with page.expect_response(
-            lambda r: "/formgrader/api/comment/" in r.url and r.request.method == "PUT"
-        ) as saved:
-            comment.fill(COMMENT)
-            comment.blur()
-        assert saved.value.ok
-        score.scroll_into_view_if_needed()
+        page.locator(".nbgrader_cell", has_text=ANSWER[student]).first.wait_for()
+        grade_in_formgrader(page, QUESTION, "1", COMMENT)
+        page.locator(f"input.score#{QUESTION}").scroll_into_view_if_needed()
         shot(page, "teacher_2_manual_grade")
 
 
@@ -365,6 +517,16 @@ def learner_opens_feedback(course_hub, name: str) -> str:
         return viewer.locator("body").inner_text()
 
 
+def graded_sources(settings: Settings, student: str) -> dict[str, str]:
+    """Ячейки проверенной тетрадки учащегося (autograded/) по grade_id: что оценено."""
+    autograded = settings.autograded / student / LAB2 / f"{LAB2}.ipynb"
+    cells = json.loads(autograded.read_text(encoding="utf-8"))["cells"]
+    return {
+        cell["metadata"].get("nbgrader", {}).get("grade_id"): "".join(cell["source"])
+        for cell in cells
+    }
+
+
 def test_the_semester_through_the_hub(course_hub, monkeypatch):
     chosen, state, _, log = course_hub
     settings = chosen.settings
@@ -381,14 +543,9 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
     grade.grade(settings=settings)  # make grade
     graded = {}
     for name in TYPED:
-        autograded = settings.autograded / name / LAB2 / f"{LAB2}.ipynb"
-        cells = json.loads(autograded.read_text(encoding="utf-8"))["cells"]
-        source = {
-            cell["metadata"].get("nbgrader", {}).get("grade_id"): "".join(cell["source"])
-            for cell in cells
-        }
+        source = graded_sources(settings, name)
         assert source["compute_num_flops"].strip() == TYPED[name]
-        assert source["reflection_scaling"].strip() == ANSWER[name]
+        assert source[QUESTION].strip() == ANSWER[name]
         graded[name] = ledger.load_scores(settings.work)[(name, LAB2)].tasks
     assert graded["ivanov"]["check_compute_num_flops"].score == 2
     assert graded["Petrova"]["check_compute_num_flops"].score == 0
@@ -417,4 +574,16 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
     assert COMMENT in seen["ivanov"] and COMMENT not in seen["Petrova"]
     ivanov = scores["ivanov"]
     assert f"{float(ivanov['score']):g} из {float(ivanov['max_score']):g} баллов" in seen["ivanov"]
+
+    # Пересдача во вкладке Assignments: Иванов переписал оценённый ответ — make collect и
+    # make grade берут её, а ручная оценка снята, и ответ снова ждёт проверки.
+    started = time.monotonic()
+    learner_resubmits(course_hub, "ivanov", REWRITTEN)
+    hub.collect(settings)
+    grade.grade(settings=settings)
+    answer = gradebook.results(settings.work)[("ivanov", LAB2)].tasks[QUESTION]
+    assert (answer.manual, answer.pending) == (None, True)
+    assert _changes(settings.work)[("ivanov", QUESTION)] == ("1", "", ledger.ANSWER_CHANGED)
+    assert graded_sources(settings, "ivanov")[QUESTION].strip() == REWRITTEN
+    print(f"пересдача через JupyterHub: {time.monotonic() - started:.1f} с")
     assert "Traceback" not in log.read_text(encoding="utf-8")
