@@ -405,6 +405,24 @@ def assignments(page):
     page.locator("#released_assignments_list").wait_for(state="attached")
 
 
+def save(page) -> None:
+    """Тетрадка сохранена (Ctrl+S), и JupyterLab больше не считает её изменённой.
+
+    Отрисовка ячейки Markdown может изменить тетрадку уже после того, как сохранение началось:
+    тогда вкладка остаётся «изменённой», хотя файл записан, — сохраняется ещё раз, как сделал бы
+    человек, увидев точку на вкладке.
+    """
+    dirty = page.locator(".jp-mod-dirty")
+    for _ in range(3):
+        page.keyboard.press("Control+s")
+        try:
+            dirty.wait_for(state="detached", timeout=15_000)
+            return
+        except Exception:
+            page.wait_for_timeout(500)
+    dirty.wait_for(state="detached")
+
+
 def type_into(page, cell, text: str) -> None:
     """Текст ячейки целиком заменяется набранным (как выделить всё и набрать своё)."""
     cell.scroll_into_view_if_needed()
@@ -433,8 +451,7 @@ def edit_and_submit(
     cell.dblclick()
     type_into(page, cell, answer)
     page.keyboard.press("Shift+Enter")
-    page.keyboard.press("Control+s")
-    page.locator(".jp-mod-dirty").wait_for(state="detached")
+    save(page)
     task.scroll_into_view_if_needed()
     shot(page, shot_name)
     assignments(page)
