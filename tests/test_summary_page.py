@@ -24,6 +24,17 @@ from page_checks import page_problems
 
 from feedback.teacher import analytics, summary
 from feedback.teacher.analytics import ClassData, TaskStats
+from feedback.teacher.class_data import Pending
+from feedback.teacher.tables import (
+    GradeRow,
+    MistakeRow,
+    Problem,
+    ReviewRow,
+    SimilarRow,
+    TimingRow,
+    header,
+    read_rows,
+)
 
 from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, chromium_or_skip
 
@@ -40,34 +51,15 @@ def hostile_data(work: Path) -> ClassData:
     report = work / "feedback_reports" / "ok" / LAB2 / f"{LAB2}.html"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text("<p>отчёт</p>", encoding="utf-8")
-    row = {"student_id": student, "lab": LAB2}
     return ClassData(
         labs=[LAB2],
         scores={LAB2: [(0.0, 4.0), (4.0, 4.0), (2.0, 4.0)]},
         tasks={LAB2: [stats]},
-        problems=[{**row, "file": f"{EVIL}.ipynb", "problem": f"javascript:{EVIL}"}],
-        review=[{**row, "cell": EVIL, "line": "1", "code": f"`</code>{EVIL}", "reason": EVIL}],
-        similar=[
-            {
-                "lab": LAB2,
-                "task": "reflection_scaling",
-                "student_a": "ok",
-                "student_b": student,
-                "similarity": "1.000",
-                "fragment": f"</code>{EVIL}",
-            }
-        ],
-        pending=[
-            {
-                "student_id": student,
-                "lab": LAB2,
-                "tasks": [EVIL],
-                "points": 2.0,
-                "flagged": [EVIL],
-                "flagged_points": 4.0,
-            }
-        ],
-        slowest=[{**row, "seconds": "1.5"}],
+        problems=[Problem(student, LAB2, f"{EVIL}.ipynb", f"javascript:{EVIL}")],
+        review=[ReviewRow(student, LAB2, EVIL, 1, f"`</code>{EVIL}", EVIL)],
+        similar=[SimilarRow(LAB2, "reflection_scaling", "ok", student, "1.000", f"</code>{EVIL}")],
+        pending=[Pending(student, LAB2, [EVIL], 2.0, [EVIL], 4.0)],
+        slowest=[TimingRow.measured(student, LAB2, 1.5)],
         titles={LAB2: f"Лабораторная {EVIL}"},
         task_titles={(LAB2, "reflection_scaling"): EVIL},
     )
@@ -162,7 +154,7 @@ def test_summary_page_in_chromium(graded_class, tmp_path):
     page_path = work / analytics.SUMMARY_HTML
     hostile = tmp_path / "summary.html"
     summary.write_summary(hostile, hostile_data(tmp_path))
-    labs = {row["assignment"] for row in analytics.read_table(work / "grades.csv")}
+    labs = {row.assignment for row in read_rows(work / GradeRow.FILE, GradeRow)}
     shot = SCREENSHOTS / "summary.png"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
@@ -217,11 +209,11 @@ def course_work(work: Path) -> Path:
            "max_score", "manual_score", "score"], by_task)  # fmt: skip
     _table(work / "grades.csv", ["assignment", "student_id", "score", "max_score"],
            [[LAB2, student, score, 4.0] for student, score in scores.items()])  # fmt: skip
-    _table(work / analytics.MISTAKES_CSV, analytics.MISTAKES_HEADER, [
+    _table(work / analytics.MISTAKES_CSV, header(MistakeRow), [
         [s, LAB2, "check_compute_num_flops", "flops.forward_only", "x", "Подсказка курса"]
         for s in ("s1", "s2")
     ])  # fmt: skip
-    _table(work / analytics.SIMILAR_CSV, analytics.SIMILAR_HEADER,
+    _table(work / analytics.SIMILAR_CSV, header(SimilarRow),
            [[LAB2, "reflection_scaling", "s1", "s2", "0.875", "общий кусок"]])  # fmt: skip
     _table(work / "timings.csv", ["student_id", "lab", "seconds"],
            [["s1", LAB2, "1.5"], ["s2", LAB2, "1.5"], ["s3", LAB2, "12.25"]])  # fmt: skip

@@ -34,9 +34,9 @@ from feedback.engine.result import UNKNOWN
 from feedback.engine.values import describe
 from feedback.generation.check import GENERATIONS
 from feedback.generation.prompts import PROMPTS
-from feedback.teacher import analytics
-from feedback.teacher import grade as grading
+from feedback.teacher import analytics, class_tables
 from feedback.teacher.results import TaskOutcome, UnitResult
+from feedback.teacher.tables import MistakeRow, TimingRow, header
 
 from notebook_runner import ROOT
 from submissions import read_csv
@@ -478,17 +478,17 @@ def test_mistake_rows_one_per_failed_task_with_the_hint_learners_saw():
     rows = analytics.mistake_rows(result)
     hint = next(m.hint for m in flops.COMPUTE_NUM_FLOPS.mistakes if m.id == "flops.forward_only")
     assert rows == [
-        [
+        MistakeRow(
             "s1",
             LAB2,
             "check_compute_num_flops",
             "flops.forward_only",
             MISTAKES["flops.forward_only"],
             hint,
-        ]
+        )
     ]
     unassessed = unit_result("s2", {"t": TaskOutcome(score=0.0, points=2)})
-    assert analytics.mistake_rows(unassessed)[0][3] == UNKNOWN
+    assert analytics.mistake_rows(unassessed)[0].mistake == UNKNOWN
 
 
 def test_hint_without_the_word_is_the_verdict_text():
@@ -499,18 +499,17 @@ def test_hint_without_the_word_is_the_verdict_text():
 
 
 def test_mistakes_csv_keeps_rows_of_works_not_graded_now(tmp_path):
-    header = analytics.MISTAKES_HEADER
     path = tmp_path / analytics.MISTAKES_CSV
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(header)
+        writer.writerow(header(MistakeRow))
         writer.writerow(["old", LAB2, "check_final_results", UNKNOWN, "x", ""])
         writer.writerow(["again", LAB4, "check_calculate_param_memory", UNKNOWN, "x", ""])
-    run = type("R", (), {"timings": [{"student_id": "again", "lab": LAB4}], "problems": []})()
-    now = [["again", LAB4, "check_calculate_gradient_memory", "memory.gradient_doubled", "y", ""]]
-    merged = grading._with_earlier(path, header, now, run)
-    assert [row[0] for row in merged] == ["again", "old"]
-    assert merged[0][2] == "check_calculate_gradient_memory"
+    now = [MistakeRow("again", LAB4, "check_calculate_gradient_memory", "memory.gradient_doubled",
+                      "y", "")]  # fmt: skip
+    merged = class_tables.with_earlier(path, MistakeRow, now, {("again", LAB4)})
+    assert [row.student_id for row in merged] == ["again", "old"]
+    assert merged[0].task == "check_calculate_gradient_memory"
 
 
 def test_lecture_notes_list_the_top_three_known_mistakes_per_lab():
@@ -561,7 +560,7 @@ def test_lecture_notes_count_learners_not_tasks(tmp_path):
     ]
     _table(tmp_path / "grades_by_task.csv", ["student_id", "assignment", "grade_id",
            "auto_score", "max_score", "manual_score", "score"], by_task)  # fmt: skip
-    _table(tmp_path / analytics.MISTAKES_CSV, analytics.MISTAKES_HEADER,
+    _table(tmp_path / analytics.MISTAKES_CSV, header(MistakeRow),
            [[s, LAB4, task, code, "", ""] for (s, task), code in failed.items()])  # fmt: skip
     data = analytics.class_data(tmp_path)
     notes = analytics.lecture_notes(data)
@@ -829,15 +828,18 @@ def test_analytics_cost_under_five_percent_of_grading_300_works(graded_class, tm
 
 
 def test_only_notably_slow_works_are_listed():
-    rows = [{"student_id": f"s{i}", "lab": LAB2, "seconds": "1.5"} for i in range(5)]
-    rows += [{"student_id": f"g{i}", "lab": "gpu", "seconds": "8.0"} for i in range(5)]
+    def timing(student, lab, seconds):
+        return TimingRow.measured(student, lab, seconds)
+
+    rows = [timing(f"s{i}", LAB2, 1.5) for i in range(5)]
+    rows += [timing(f"g{i}", "gpu", 8.0) for i in range(5)]
     rows += [
-        {"student_id": "hangs", "lab": LAB2, "seconds": "12.0"},
-        {"student_id": "slower_gpu", "lab": "gpu", "seconds": "30.0"},
-        {"student_id": "a_bit", "lab": LAB2, "seconds": "4.0"},
-        {"student_id": "unassessed", "lab": LAB2, "seconds": ""},
+        timing("hangs", LAB2, 12.0),
+        timing("slower_gpu", "gpu", 30.0),
+        timing("a_bit", LAB2, 4.0),
+        timing("unassessed", LAB2, None),
     ]
-    assert [row["student_id"] for row in analytics.slow_works(rows)] == ["slower_gpu", "hangs"]
+    assert [row.student_id for row in analytics.slow_works(rows)] == ["slower_gpu", "hangs"]
 
 
 def test_weights_budget_mistakes_get_their_ids():

@@ -17,18 +17,29 @@ import time
 import zipfile
 from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pytest
 from moodle_support import download_zip, feedback_import
 
-from feedback.teacher import export, files, gradebook, handback, ledger, reports, roster
+from feedback.teacher import (
+    class_tables,
+    export,
+    files,
+    gradebook,
+    handback,
+    ledger,
+    reports,
+    roster,
+    tables,
+)
 from feedback.teacher import grade as grading
+from feedback.teacher.class_tables import ClassTables
 from feedback.teacher.export import fill_worksheet, join_records, moodle_grades, parse_records
 from feedback.teacher.gradebook import TaskScore
 from feedback.teacher.ledger import Graded, changes
 from feedback.teacher.results import TaskOutcome, UnitResult
+from feedback.teacher.tables import ChangeRow, Problem, TimingRow
 
 from notebook_runner import ROOT
 from submissions import load, submission
@@ -97,7 +108,7 @@ def rows_of(path: Path) -> list[list[str]]:
 def test_grades_csv_has_rows_only_for_submitted_works_and_parses_back(work):
     grades, by_task = gradebook.export(work)
     header, *rows = rows_of(grades)
-    assert header == gradebook.GRADES_HEADER
+    assert header == tables.header(tables.GradeRow)
     assert all(len(row) == len(header) for row in rows)
     found = {(r[0], r[3]): dict(zip(header, r, strict=True)) for r in rows}
     assert set(found) == {(LAB2, "ivanov"), (LAB2, "petrova"), (LAB4, "ivanov")}  # ни одного 0
@@ -467,7 +478,7 @@ def scores(auto=2.0, manual=None, needs=False, upload="a"):
 def test_changes_say_what_changed_and_why(before, after, graded_now, row):
     key = ("ivanov", LAB2)
     found = changes({key: before}, {key: after}, {key} if graded_now else set())
-    assert found == ([] if row is None else [["ivanov", LAB2, "check", *row]])
+    assert found == ([] if row is None else [ChangeRow("ivanov", LAB2, "check", *row)])
     assert changes({}, {key: after}, {key}) == []  # оценена впервые — не изменение
 
 
@@ -479,39 +490,35 @@ def test_a_manual_grade_given_after_the_snapshot_and_taken_back_is_a_change():
     graded = {key: scores(None, 1.0, needs=False)}  # в начале следующего: оценка в formgrader
     reopened = {key: scores(None, needs=True, upload="b")}  # ответ изменён: снова ждёт
     assert changes(snapshot, reopened, {key}, graded) == [
-        ["ivanov", LAB2, "check", "1", "", ledger.ANSWER_CHANGED]
+        ChangeRow("ivanov", LAB2, "check", "1", "", ledger.ANSWER_CHANGED)
     ]
     assert changes(snapshot, reopened, {key}) == []  # без баллов начала запуска её не видно
     kept = {key: scores(None, 1.0, needs=False, upload="b")}  # ответ тот же: оценка осталась
     assert changes(snapshot, kept, {key}, graded) == [
-        ["ivanov", LAB2, "check", "", "1", "ручная оценка"]
+        ChangeRow("ivanov", LAB2, "check", "", "1", "ручная оценка")
     ]
 
 
-def test_tables_keep_rows_of_earlier_labs(tmp_path, monkeypatch):
+def test_tables_keep_rows_of_earlier_labs(tmp_path):
     """Архив 7.4 после архива 7.2: строки 7.2 остаются, а оценённая заново работа — своя."""
-    monkeypatch.setattr(grading.gradebook, "export", lambda work: None)
 
-    def run(problems, timings):
-        return SimpleNamespace(
-            work=tmp_path, problems=problems, review=[], cases=[], timings=timings
-        )
+    def timing(student, lab, seconds):
+        return TimingRow.measured(student, lab, seconds)
 
-    Problem = grading.Problem
-    grading.write_tables(
-        run(
-            [Problem("ivanov", LAB2, "a.ipynb", "пустой файл"), Problem("?", LAB2, "b", "кто?")],
-            [{"student_id": "ivanov", "lab": LAB2, "seconds": 1.0},
-             {"student_id": "petrova", "lab": LAB2, "seconds": 2.0}],
-        )
-    )  # fmt: skip
-    grading.write_tables(
-        run(
-            [Problem("petrova", LAB4, "c.ipynb", "пустой файл")],
-            [{"student_id": "petrova", "lab": LAB2, "seconds": 3.0},
-             {"student_id": "petrova", "lab": LAB4, "seconds": 4.0}],
-        )
-    )  # fmt: skip
+    first = [Problem("ivanov", LAB2, "a.ipynb", "пустой файл"), Problem("?", LAB2, "b", "кто?")]
+    class_tables.write(
+        tmp_path,
+        ClassTables(
+            problems=first, timings=[timing("ivanov", LAB2, 1.0), timing("petrova", LAB2, 2.0)]
+        ),
+    )
+    class_tables.write(
+        tmp_path,
+        ClassTables(
+            problems=[Problem("petrova", LAB4, "c.ipynb", "пустой файл")],
+            timings=[timing("petrova", LAB2, 3.0), timing("petrova", LAB4, 4.0)],
+        ),
+    )
     assert rows_of(tmp_path / "problems.csv")[1:] == [  # «?» 7.2 ушла: 7.2 оценивалась снова
         ["ivanov", LAB2, "a.ipynb", "пустой файл"],
         ["petrova", LAB4, "c.ipynb", "пустой файл"],

@@ -8,16 +8,17 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from types import SimpleNamespace
 
 import nbformat
 import pytest
 
-from feedback.teacher import grade
+from feedback.teacher import class_tables, grade
+from feedback.teacher.class_tables import ClassTables
 from feedback.teacher.grade import PACKAGE, SetupError, collect, reference_version
 from feedback.teacher.release import lab_sources
 from feedback.teacher.results import TaskOutcome, UnitResult
-from feedback.teacher.uploads import Problem, Submission
+from feedback.teacher.tables import CaseRow, Problem, ReviewRow, TimingRow
+from feedback.teacher.uploads import Submission
 
 from notebook_runner import ROOT
 
@@ -98,29 +99,18 @@ def test_a_broken_archive_is_a_teacher_error_in_russian(tmp_path, data):
     archive = tmp_path / "export.zip"
     archive.write_bytes(data)
     with pytest.raises(SetupError, match="не открывается: это не zip или он обрезан"):
-        collect(archive, SimpleNamespace(releases={}, problems=[]))
+        collect(archive, {})
 
 
-def test_tables_neutralise_formulas_from_uploads(tmp_path, monkeypatch):
+def test_tables_neutralise_formulas_from_uploads(tmp_path):
     """В problems.csv и needs_review.csv имена файлов и код учащихся не становятся формулами."""
-    monkeypatch.setattr(grade.gradebook, "export", lambda work: None)
-    run = SimpleNamespace(
-        work=tmp_path,
+    tables = ClassTables(
         problems=[Problem("ivanov", "lab", '=HYPERLINK("http://x","y").ipynb', "-2+3")],
-        review=[
-            {
-                "student_id": "ivanov",
-                "lab": "lab",
-                "cell": "@SUM",
-                "line": 3,
-                "code": "+1",
-                "reason": "x",
-            }
-        ],
-        cases=[{"student_id": "ivanov", "lab": "lab", "grade_id": "\tx", "params": {"a": -1}}],
-        timings=[{"student_id": "ivanov", "lab": "lab", "seconds": 2.5}],
+        review=[ReviewRow("ivanov", "lab", "@SUM", 3, "+1", "x")],
+        cases=[CaseRow.drawn("ivanov", "lab", "\tx", {"a": -1})],
+        timings=[TimingRow.measured("ivanov", "lab", 2.5)],
     )
-    grade.write_tables(run)
+    class_tables.write(tmp_path, tables)
 
     def rows(name):
         with open(tmp_path / name, newline="", encoding="utf-8") as fh:

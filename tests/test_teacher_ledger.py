@@ -12,7 +12,9 @@ from dataclasses import replace
 
 from feedback.teacher import export, gradebook, ledger, reports
 from feedback.teacher import grade as grading
+from feedback.teacher.ledger import ANSWER_CHANGED
 from feedback.teacher.settings import Settings
+from feedback.teacher.tables import ManualArchiveRow, read_rows
 
 from submissions import read_csv, submission, write_submission
 
@@ -101,3 +103,20 @@ def test_a_grade_given_after_the_last_run_and_taken_by_the_next_is_in_changes(
     (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
     assert (archived["manual_points"], archived["comment"]) == ("1", COMMENT)
     assert not (work / ledger.START).exists()  # запуск дошёл до конца
+
+
+def test_an_archived_grade_is_written_once_even_if_its_comment_looks_like_a_formula(tmp_path):
+    """Повтор прерванного запуска снова снимает ту же оценку: строка архива не удваивается.
+
+    В файле комментарий «=…» — с апострофом (правило CSV injection), а новая строка — без
+    него; это одна и та же строка.
+    """
+    row = ManualArchiveRow("ivanov", LAB2, ANSWER, "1", "=неверно, но близко", ANSWER_CHANGED)
+    other = ManualArchiveRow("petrova", LAB2, ANSWER, "2", "Верно.", ANSWER_CHANGED)
+    ledger.archive_manual(tmp_path, [row])
+    ledger.archive_manual(tmp_path, [row, other])
+    archived = read_rows(tmp_path / ledger.MANUAL_ARCHIVE, ManualArchiveRow)
+    assert [(item.student_id, item.comment) for item in archived] == [
+        ("ivanov", "'=неверно, но близко"),
+        ("petrova", "Верно."),
+    ]

@@ -358,16 +358,22 @@ def test_most_honest_variants_are_long_enough_to_be_compared():
     assert all(text), text
 
 
-def test_csv_rows_carry_the_fragment_for_write_csv(tmp_path):
-    from feedback.teacher.tables import write_csv
+def test_csv_rows_carry_the_fragment_for_write_rows(tmp_path):
+    from feedback.teacher.tables import SimilarRow, write_rows
 
     answers = {
         "a": "=cmd|' /C calc'!A0 " + HONEST_TEXT[0],
         "b": "=cmd|' /C calc'!A0 " + HONEST_TEXT[0],
     }
     rows = similarity.similar_rows([Task(LAB4, "reflection_largest", "text", "", answers)])
-    assert len(rows) == 1 and rows[0][:4] == [LAB4, "reflection_largest", "a", "b"]
-    write_csv(tmp_path / "similar.csv", similarity.SIMILAR_HEADER, rows)
+    assert len(rows) == 1
+    assert (rows[0].lab, rows[0].task, rows[0].student_a, rows[0].student_b) == (
+        LAB4,
+        "reflection_largest",
+        "a",
+        "b",
+    )
+    write_rows(tmp_path / "similar.csv", SimilarRow, rows)
     text = (tmp_path / "similar.csv").read_text(encoding="utf-8")
     assert "\n" + LAB4 in text
     assert ",'=" in text or ",=" not in text

@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 import time
@@ -38,18 +37,27 @@ from feedback.teacher.class_data import (
     SLOW_FACTOR,
     SLOW_SECONDS,
     ClassData,
+    Pending,
     TaskStats,
 )
 from feedback.teacher.results import UnitResult
-from feedback.teacher.similarity import SIMILAR_HEADER, similar_rows, tasks_from
-from feedback.teacher.tables import write_csv
+from feedback.teacher.similarity import similar_rows, tasks_from
+from feedback.teacher.tables import (
+    GradeRow,
+    MistakeRow,
+    Problem,
+    ReviewRow,
+    SimilarRow,
+    TaskGradeRow,
+    TimingRow,
+    read_rows,
+    write_rows,
+)
 
-MISTAKES_CSV = "mistakes.csv"
-SIMILAR_CSV = "similar.csv"
+MISTAKES_CSV = MistakeRow.FILE
+SIMILAR_CSV = SimilarRow.FILE
 SUMMARY_HTML = "summary.html"
 MISTAKES_MD = "mistakes.md"
-#: Столбцы mistakes.csv: кто, какое задание, код и описание ошибки и подсказка из вердикта.
-MISTAKES_HEADER = ["student_id", "lab", "task", "mistake", "description", "hint"]
 HINT_MARK = "Подсказка:"
 
 
@@ -77,7 +85,7 @@ def hint_from_verdict(verdict: str) -> str:
     return text if len(text) <= HINT_CHARS else text[: HINT_CHARS - 1] + "…"
 
 
-def mistake_rows(result: UnitResult) -> list[list[str]]:
+def mistake_rows(result: UnitResult) -> list[MistakeRow]:
     """Строки mistakes.csv для результата единицы: по одной на непройденное задание."""
     rows = []
     for grade_id, test in sorted(result.tests.items()):
@@ -85,19 +93,13 @@ def mistake_rows(result: UnitResult) -> list[list[str]]:
             continue
         mistake = str(test.mistake or UNKNOWN)
         hint = hint_from_verdict(test.verdict) if mistake not in NOT_MISTAKES else ""
-        rows.append([result.student, result.lab, grade_id, mistake, describe(mistake), hint])
+        rows.append(
+            MistakeRow(result.student, result.lab, grade_id, mistake, describe(mistake), hint)
+        )
     return rows
 
 
 # --------------------------------------------------------------------------- чтение папки
-
-
-def read_table(path: Path) -> list[dict[str, str]]:
-    """Строки таблицы CSV (пустой список, если её нет)."""
-    if not path.is_file():
-        return []
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
 
 
 def releases(work: Path) -> dict[str, dict]:
@@ -165,7 +167,7 @@ def _number(text: str | None) -> float | None:
         return None
 
 
-def pending_manual(work: Path) -> list[dict[str, Any]]:
+def pending_manual(work: Path) -> list[Pending]:
     """Работы, которые ждут преподавателя: ответы без ручной оценки и проверки на просмотре.
 
     ``tasks``/``points`` — ждут ручной оценки (:attr:`feedback.teacher.gradebook.TaskScore.pending`,
@@ -183,19 +185,12 @@ def pending_manual(work: Path) -> list[dict[str, Any]]:
         flagged = sorted(name for name, task in result.tasks.items() if task.flagged)
         if tasks or flagged:
             waiting.append(
-                {
-                    "student_id": student,
-                    "lab": lab,
-                    "tasks": tasks,
-                    "points": result.pending_points,
-                    "flagged": flagged,
-                    "flagged_points": result.flagged_points,
-                }
+                Pending(student, lab, tasks, result.pending_points, flagged, result.flagged_points)
             )
     return waiting
 
 
-def slow_works(timings: list[dict[str, str]]) -> list[dict[str, str]]:
+def slow_works(timings: list[TimingRow]) -> list[TimingRow]:
     """Строки timings.csv долгих работ, самые долгие первыми.
 
     Только заметно долгие, а не просто первые по времени: секунды обычной работы от запуска
@@ -205,25 +200,25 @@ def slow_works(timings: list[dict[str, str]]) -> list[dict[str, str]]:
     """
     by_lab: dict[str, list[float]] = {}
     for row in timings:
-        seconds = _number(row.get("seconds"))
+        seconds = _number(row.seconds)
         if seconds:
-            by_lab.setdefault(row.get("lab", ""), []).append(seconds)
+            by_lab.setdefault(row.lab, []).append(seconds)
     medians = {lab: sorted(values)[len(values) // 2] for lab, values in by_lab.items()}
     slow = [
         row
         for row in timings
-        if (seconds := _number(row.get("seconds")))
-        and seconds >= max(SLOW_SECONDS, SLOW_FACTOR * medians[row.get("lab", "")])
+        if (seconds := _number(row.seconds))
+        and seconds >= max(SLOW_SECONDS, SLOW_FACTOR * medians[row.lab])
     ]
-    return sorted(slow, key=lambda row: (-(_number(row["seconds"]) or 0.0), row["student_id"]))
+    return sorted(slow, key=lambda row: (-(_number(row.seconds) or 0.0), row.student_id))
 
 
 def class_data(work: Path, slowest: int = 10) -> ClassData:
     """Данные сводки из рабочей папки после оценивания."""
     released = releases(work)
     names = {lab: titles(release) for lab, release in released.items()}
-    by_task = read_table(work / "grades_by_task.csv")
-    mistakes = read_table(work / MISTAKES_CSV)
+    by_task = read_rows(work / TaskGradeRow.FILE, TaskGradeRow)
+    mistakes = read_rows(work / MISTAKES_CSV, MistakeRow)
     labs = sorted(released)
     stats: dict[tuple[str, str], TaskStats] = {}
     order = {lab: auto_tasks(released[lab]) for lab in labs}
@@ -232,40 +227,39 @@ def class_data(work: Path, slowest: int = 10) -> ClassData:
             stats[(lab, task)] = TaskStats(lab, task)
     failed_works: set[tuple[str, str, str]] = set()
     for row in by_task:
-        key = (row["assignment"], row["grade_id"])
+        key = (row.assignment, row.grade_id)
         if key not in stats:
             continue  # письменный ответ или задание, которого больше нет в выпуске
         entry = stats[key]
         entry.total += 1
-        entry.students.add(row["student_id"])
-        score, top = _number(row.get("auto_score")), _number(row.get("max_score")) or 0.0
+        entry.students.add(row.student_id)
+        score, top = row.auto_score, row.max_score or 0.0
         if top > 0 and score is not None and score >= top:
             entry.passed += 1
         else:
-            failed_works.add((row["student_id"], row["assignment"], row["grade_id"]))
+            failed_works.add((row.student_id, row.assignment, row.grade_id))
     coded: set[tuple[str, str, str]] = set()
     for row in mistakes:
-        work_key = (row["student_id"], row["lab"], row["task"])
-        key = (row["lab"], row["task"])
+        work_key = (row.student_id, row.lab, row.task)
+        key = (row.lab, row.task)
         if key not in stats or work_key not in failed_works or work_key in coded:
             continue
         coded.add(work_key)
-        stats[key].add_mistake(row["student_id"], row["mistake"], row.get("hint") or "")
+        stats[key].add_mistake(row.student_id, row.mistake, row.hint)
     for student, lab, task in failed_works - coded:
         stats[(lab, task)].add_mistake(student, NO_CODE)
     scores: dict[str, list[tuple[float, float]]] = {lab: [] for lab in labs}
-    for row in read_table(work / "grades.csv"):
-        if row.get("assignment") in scores:
-            score = _number(row.get("score")) or 0.0
-            scores[row["assignment"]].append((score, _number(row.get("max_score")) or 0.0))
-    timings = slow_works(read_table(work / "timings.csv"))
+    for row in read_rows(work / GradeRow.FILE, GradeRow):
+        if row.assignment in scores:
+            scores[row.assignment].append((row.score or 0.0, row.max_score or 0.0))
+    timings = slow_works(read_rows(work / TimingRow.FILE, TimingRow))
     return ClassData(
         labs=labs,
         scores=scores,
         tasks={lab: [stats[(lab, task)] for task in order[lab]] for lab in labs},
-        problems=read_table(work / "problems.csv"),
-        review=read_table(work / "needs_review.csv"),
-        similar=read_table(work / SIMILAR_CSV),
+        problems=read_rows(work / Problem.FILE, Problem),
+        review=read_rows(work / ReviewRow.FILE, ReviewRow),
+        similar=read_rows(work / SIMILAR_CSV, SimilarRow),
         pending=pending_manual(work),
         slowest=timings[:slowest],
         titles={lab: named[0] for lab, named in names.items() if named[0]},
@@ -315,7 +309,7 @@ def write_similar(work: Path) -> Path:
     """similar.csv по проверенным тетрадкам autograded/ и выпускам лабораторных."""
     tasks = tasks_from(releases(work), autograded(work))
     path = work / SIMILAR_CSV
-    write_csv(path, SIMILAR_HEADER, similar_rows(tasks))
+    write_rows(path, SimilarRow, similar_rows(tasks))
     return path
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from feedback.answers.mistakes import NOT_ASSESSED
 from feedback.engine.result import UNKNOWN
+from feedback.teacher.tables import Problem, ReviewRow, SimilarRow, TimingRow
 
 #: Коды, которые не ошибки по существу: в список к лекции не попадают.
 NOT_MISTAKES = {UNKNOWN, NOT_ASSESSED}
@@ -60,6 +60,22 @@ class TaskStats:
 NO_CODE = "—"
 
 
+@dataclass(frozen=True)
+class Pending:
+    """Работа, которая ждёт преподавателя (:func:`feedback.teacher.analytics.pending_manual`).
+
+    ``tasks``/``points`` — ответы, которые ждут ручной оценки, и их баллы; ``flagged``/
+    ``flagged_points`` — проверки автопроверки на просмотре и их баллы.
+    """
+
+    student_id: str
+    lab: str
+    tasks: list[str]
+    points: float
+    flagged: list[str]
+    flagged_points: float
+
+
 @dataclass
 class ClassData:
     """Всё, что показывает сводка: по лабораторным, заданиям и спискам таблиц."""
@@ -67,11 +83,11 @@ class ClassData:
     labs: list[str]
     scores: dict[str, list[tuple[float, float]]]  # лаб → [(баллы, максимум)]
     tasks: dict[str, list[TaskStats]]  # лаб → задания по порядку выпуска
-    problems: list[dict[str, str]]
-    review: list[dict[str, str]]
-    similar: list[dict[str, str]]
-    pending: list[dict[str, Any]]
-    slowest: list[dict[str, str]]
+    problems: list[Problem]  # problems.csv
+    review: list[ReviewRow]  # needs_review.csv
+    similar: list[SimilarRow]  # similar.csv
+    pending: list[Pending]
+    slowest: list[TimingRow]  # долгие работы из timings.csv, самые долгие первыми
     #: Названия из выпуска, как в отчёте учащегося: лабораторная → «Лабораторная 7.2. …»,
     #: (лабораторная, grade_id) → «Задание 1. …» или «Вопрос 1».
     titles: dict[str, str] = field(default_factory=dict)

@@ -9,11 +9,13 @@
    даёт строку problems.csv и нули, а не останавливает остальных.
 4. Родительский процесс по одной записывает результаты в базу, кладёт проверенные
    тетрадки в ``autograded/`` и пишет отчёты для учащихся в ``feedback_reports/``.
-5. grades.csv, grades_by_task.csv, problems.csv, needs_review.csv (код, который
-   обращается к механизму проверки) и cases.csv (какие случаи вытянуты каждому); строки
-   прежних запусков остаются, пока та же работа не оценена заново (архивы лабораторных
-   приходят по одному за семестр). changes.csv — чьи баллы изменились с прошлого запуска
-   и почему (scores.json — баллы прошлого запуска).
+5. grades.csv и grades_by_task.csv (:mod:`feedback.teacher.gradebook`); problems.csv,
+   needs_review.csv (код, который обращается к механизму проверки), cases.csv (какие
+   случаи вытянуты каждому), timings.csv и mistakes.csv (:mod:`feedback.teacher.class_tables`):
+   строки прежних запусков остаются, пока та же работа не оценена заново (архивы
+   лабораторных приходят по одному за семестр). changes.csv — чьи баллы изменились с
+   прошлого запуска и почему (:mod:`feedback.teacher.ledger`, scores.json — баллы прошлого
+   запуска). Столбцы каждой таблицы — её тип строки в :mod:`feedback.teacher.tables`.
 
 Со списком учащихся (``students.csv``, ``make grade ROSTER=путь``) работы из архива LMS
 получают id из него (:mod:`feedback.teacher.roster`), а номера участников Moodle
@@ -36,7 +38,6 @@ from feedback.teacher import lean  # noqa: F401
 
 import argparse
 import contextlib
-import csv
 import fcntl
 import hashlib
 import json
@@ -46,17 +47,27 @@ import shutil
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import nbformat
 from nbgrader.utils import is_grade, is_solution, is_task
 
 from feedback.formatting import format_plain, plural
-from feedback.settings import MIB, SettingError
-from feedback.teacher import analytics, files, gradebook, handback, ledger, roster, uploads, warm
+from feedback.settings import SettingError
+from feedback.teacher import (
+    analytics,
+    class_tables,
+    files,
+    gradebook,
+    handback,
+    ledger,
+    roster,
+    uploads,
+    warm,
+)
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
+from feedback.teacher.class_tables import ClassTables
 from feedback.teacher.release import lab_sources
 from feedback.teacher.reports import ReportWriter
 from feedback.teacher.results import Job, UnitResult
@@ -69,9 +80,9 @@ from feedback.teacher.sandbox import (
     template_env,
 )
 from feedback.teacher.settings import PACKAGE, ROOT, Settings, is_gpu_lab
-from feedback.teacher.tables import write_csv
+from feedback.teacher.tables import ChangeRow, Problem, ReviewRow
 from feedback.teacher.unit import rubrics, unassessed
-from feedback.teacher.uploads import Problem, Submission
+from feedback.teacher.uploads import Submission
 
 
 class SetupError(RuntimeError):
@@ -88,7 +99,13 @@ class NothingGraded(RuntimeError):
 
 @dataclass
 class Run:
-    """Всё, что знает один запуск оценивания."""
+    """Всё, что знает один запуск оценивания.
+
+    ``tables`` — строки таблиц класса этого запуска (problems.csv и др.,
+    :mod:`feedback.teacher.class_tables`); ``before`` — снимок баллов прошлого запуска
+    (:mod:`feedback.teacher.ledger`), ``uploads`` и ``answers`` — отпечатки сданного сейчас и
+    оценённого.
+    """
 
     settings: Settings
     mode: str
@@ -96,14 +113,9 @@ class Run:
     releases: dict[str, nbformat.NotebookNode]
     allowed: dict[str, list[str]]
     secret: str
-    problems: list[Problem] = field(default_factory=list)
     matcher: roster.Matcher | None = None
-    review: list[dict[str, Any]] = field(default_factory=list)
-    cases: list[dict[str, Any]] = field(default_factory=list)
-    timings: list[dict[str, Any]] = field(default_factory=list)
-    mistakes: list[list[str]] = field(default_factory=list)  # строки mistakes.csv
-    #: снимок баллов прошлого запуска (ledger) и отпечатки сданного сейчас и оценённого
-    before: dict[tuple[str, str], ledger.Graded] = field(default_factory=dict)
+    tables: ClassTables = field(default_factory=ClassTables)
+    before: ledger.Scores = field(default_factory=dict)
     uploads: dict[tuple[str, str], str] = field(default_factory=dict)
     answers: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
@@ -175,8 +187,17 @@ def prepare(settings: Settings, jobs: int | None = None, roster_file: Path | Non
 # --------------------------------------------------------------------------- сбор
 
 
-def collect(source: Path, run: Run) -> list[Submission]:
-    """Работы из папки или архива; всё, что оценить нельзя, — в ``run.problems``."""
+def collect(
+    source: Path,
+    releases: dict[str, nbformat.NotebookNode],
+    matcher: roster.Matcher | None = None,
+) -> tuple[list[Submission], list[Problem]]:
+    """Работы из папки или архива и строки problems.csv обо всём, что оценить нельзя.
+
+    ``releases`` — выпуски лабораторных (по ним опознаётся лабораторная работы), ``matcher``
+    — список учащихся (без него id — имя из папки Moodle, :func:`feedback.teacher.uploads.route`).
+    Архив, который не открыть целиком, — ввод преподавателя: :class:`SetupError`.
+    """
     if source.is_dir():
         found, problems = uploads.from_folder(source)
     elif source.is_file():
@@ -186,10 +207,9 @@ def collect(source: Path, run: Run) -> list[Submission]:
             raise SetupError(str(error)) from None
     else:
         raise SetupError(f"Не найдены работы: {source} — нужна папка или архив .zip.")
-    release_json = {lab: json.loads(nbformat.writes(nb)) for lab, nb in run.releases.items()}
-    submissions, routed = uploads.route(found, release_json, getattr(run, "matcher", None))
-    run.problems += problems + routed
-    return submissions
+    release_json = {lab: json.loads(nbformat.writes(nb)) for lab, nb in releases.items()}
+    submissions, routed = uploads.route(found, release_json, matcher)
+    return submissions, problems + routed
 
 
 # --------------------------------------------------------------------------- единицы
@@ -313,9 +333,8 @@ def with_template(job: Job, templates: dict[str, str]) -> Job:
 
 
 def merge(run: Run, result: UnitResult, reports: ReportWriter) -> None:
-    """Результат единицы → база оценок, autograded/, отчёт и строки CSV."""
-    student, lab, file = result.student, result.lab, result.file
-    key = (student, lab)
+    """Результат единицы → база оценок, autograded/, отчёт и строки таблиц класса."""
+    key = (result.student, result.lab)
     earlier = run.before.get(key)
     recorded = gradebook.record(
         run.work,
@@ -325,33 +344,15 @@ def merge(run: Run, result: UnitResult, reports: ReportWriter) -> None:
         archive=lambda rows: ledger.archive_manual(run.work, rows),
     )
     run.answers[key] = recorded.answers
-    reports.write(student, lab, recorded.path)
-    for problem in result.problems:
-        run.problems.append(Problem(student, lab, file, problem))
-    for item in result.review:
-        run.review.append({"student_id": student, "lab": lab, **asdict(item)})
-    for grade_id, params in result.cases.items():
-        run.cases.append(
-            {"student_id": student, "lab": lab, "grade_id": grade_id, "params": params}
-        )
-    run.timings.append(
-        {
-            "student_id": student,
-            "lab": lab,
-            "seconds": result.wall_seconds,
-            "execution_seconds": result.execution_seconds,
-            "peak_memory": result.peak_memory,
-            "warm": result.warm_kernel,
-        }
-    )
-    run.mistakes += analytics.mistake_rows(result)
+    reports.write(result.student, result.lab, recorded.path)
+    run.tables.add(result)
 
 
 def _merge_safely(run: Run, result: UnitResult, reports: ReportWriter) -> None:
     try:
         merge(run, result, reports)
     except Exception as error:
-        run.problems.append(
+        run.tables.problems.append(
             Problem(
                 result.student,
                 result.lab,
@@ -359,111 +360,6 @@ def _merge_safely(run: Run, result: UnitResult, reports: ReportWriter) -> None:
                 f"не удалось записать результат: {type(error).__name__}: {error}",
             )
         )
-
-
-def _natural(row: list[Any]) -> list[tuple[int, Any]]:
-    """Ключ сортировки строк, прочитанных из CSV и посчитанных сейчас: числа — как числа."""
-    key = []
-    for cell in row:
-        text = "" if cell is None else str(cell)
-        key.append((0, int(text)) if text.isdigit() else (1, text))
-    return key
-
-
-def _with_earlier(path: Path, header: list[str], rows: list[list[Any]], run: Run) -> list:
-    """Строки этого запуска и строки прежних запусков о работах, которые сейчас не оценивались.
-
-    Архивы лабораторных приходят по одному: таблица после архива 7.4 не теряет строк 7.2.
-    Строка прежнего запуска уходит, если эта работа (учащийся, лабораторная) оценена сейчас;
-    строка без учащегося («?») — если сейчас оценивалась её лабораторная; без лабораторной —
-    всегда.
-    """
-    if not path.is_file():
-        return rows
-    with open(path, newline="", encoding="utf-8") as fh:
-        earlier = list(csv.reader(fh))
-    if not earlier or earlier[0] != header:
-        return rows
-    touched = {(t["student_id"], t["lab"]) for t in getattr(run, "timings", [])}
-    touched |= {(p.student, p.lab) for p in run.problems}
-    labs = {lab for _, lab in touched}
-    kept = [
-        row
-        for row in earlier[1:]
-        if len(row) == len(header)
-        and row[1] != "?"
-        and (row[0], row[1]) not in touched
-        and not (row[0] == "?" and row[1] in labs)
-    ]
-    return sorted(rows + kept, key=_natural) if kept else rows
-
-
-#: Столбцы timings.csv: секунды на работу (с запуском процесса единицы), из них — выполнение
-#: тетрадки в ядре, наибольшая память всех процессов ядра (МиБ; бюджет — COURSE7_MEMORY_LIMIT)
-#: и откуда ядро: ``template`` — копия прогретой заготовки, ``fresh`` — запущено с нуля.
-TIMINGS_HEADER = ["student_id", "lab", "seconds", "execution_seconds", "peak_memory_mib", "kernel"]
-
-
-def _timing_row(timing: dict[str, Any]) -> list[str]:
-    seconds, execution = timing.get("seconds"), timing.get("execution_seconds")
-    peak = timing.get("peak_memory")
-    kernel = "" if not execution else ("template" if timing.get("warm") else "fresh")
-    return [
-        timing["student_id"],
-        timing["lab"],
-        f"{seconds:.1f}" if seconds else "",
-        f"{execution:.1f}" if execution else "",
-        f"{peak / MIB:.0f}" if peak else "",
-        kernel,
-    ]
-
-
-def write_tables(run: Run) -> None:
-    """problems.csv, needs_review.csv, cases.csv, timings.csv и выгрузка оценок."""
-    gradebook.export(run.work)
-    tables = []
-    problems = sorted(run.problems, key=lambda p: (p.student, p.lab, p.file, p.problem))
-    tables.append(
-        (
-            "problems.csv",
-            ["student_id", "lab", "file", "problem"],
-            [[p.student, p.lab, p.file, p.problem] for p in problems],
-        )
-    )
-    review = sorted(run.review, key=lambda r: (r["student_id"], r["lab"], r["cell"], r["line"]))
-    tables.append(
-        (
-            "needs_review.csv",
-            ["student_id", "lab", "cell", "line", "code", "reason"],
-            [
-                [r["student_id"], r["lab"], r["cell"], r["line"], r["code"], r["reason"]]
-                for r in review
-            ],
-        )
-    )
-    cases = sorted(run.cases, key=lambda c: (c["student_id"], c["lab"], c["grade_id"]))
-    tables.append(
-        (
-            "cases.csv",
-            ["student_id", "lab", "grade_id", "params"],
-            [
-                [
-                    c["student_id"],
-                    c["lab"],
-                    c["grade_id"],
-                    json.dumps(c["params"], ensure_ascii=False),
-                ]
-                for c in cases
-            ],
-        )
-    )
-    timings = sorted(run.timings, key=lambda t: (t["student_id"], t["lab"]))
-    tables.append(("timings.csv", TIMINGS_HEADER, [_timing_row(t) for t in timings]))
-    mistakes = sorted(getattr(run, "mistakes", []))
-    tables.append((analytics.MISTAKES_CSV, analytics.MISTAKES_HEADER, mistakes))
-    for name, header, rows in tables:
-        path = run.work / name
-        write_csv(path, header, _with_earlier(path, header, rows, run))
 
 
 # --------------------------------------------------------------------------- всё вместе
@@ -516,26 +412,62 @@ def _grade(
 ) -> Path:
     scheduler = scheduler or settings.scheduler
     work = settings.work
+    # 2. Лабораторные и список учащихся в базе; баллы прошлого запуска — для changes.csv.
     run = prepare(settings, jobs, roster_file)
-    before = ledger.load_scores(work)
-    if before is None:  # первый запуск (или снимка ещё не было): что уже есть в базе
-        before = ledger.current_scores(work, {})
-    run.before = before
+    run.before = ledger.previous_scores(work)
+    # 1. Работы и строки problems.csv обо всём, что оценить нельзя.
     source = submissions or settings.submitted
-    found = collect(source, run)
-    if not found and not run.problems:
+    found, problems = collect(source, run.releases, run.matcher)
+    if not found and not problems:
         raise SetupError(f"нет работ: в {source} не найдено ни одной тетрадки .ipynb")
+    run.tables.problems += problems
+    _remember(run, found, problems)
+    # 3–4. Единицы и слияние их результатов; нули неоценённым работам.
+    start = _grade_units(run, found, scheduler)
+    _merge_unassessed(run, problems, {(s.student, s.lab) for s in found})
+    # 5. Таблицы, что изменилось, сводка. Снимок баллов — последним: оборванный до этого места
+    # запуск повторяется с тем же «прежним» снимком, и changes.csv повтора — тот же, что у
+    # запуска без обрыва.
+    gradebook.export(work)
+    class_tables.write(work, run.tables)
+    after = ledger.current_scores(work, run.uploads, run.before, run.answers)
+    ledger.write_changes(work, ledger.changes(run.before, after, set(run.uploads), start))
+    _analytics(work)
+    ledger.save_scores(work, after)
+    ledger.finish_run(work)
+    print(count_line(found, problems), file=sys.stderr, flush=True)
+    if not found:
+        raise NothingGraded(
+            f"ни одна работа не оценена — все файлы из {source} стали строками "
+            f"{work / Problem.FILE}: там сказано, что с каждым не так. Исправьте и запустите "
+            "make grade ещё раз."
+        )
+    return work / "grades.csv"
+
+
+def _remember(run: Run, found: list[Submission], problems: list[Problem]) -> None:
+    """Что о собранных работах нужно потом: номера Moodle, папки Moodle, отпечатки файлов.
+
+    Номера участников — в lms_ids.csv для ``make export``, папки — для архива отзывов
+    (:mod:`feedback.teacher.handback`), отпечатки — для снимка баллов (:mod:`ledger`).
+    """
     if run.matcher is not None:
-        roster.save_participants(work, run.matcher.seen)
-    # Папки Moodle — для архива отзывов make export (feedback.teacher.handback).
+        roster.save_participants(run.work, run.matcher.seen)
     handback.remember_folders(
-        work,
+        run.work,
         [(s.student, s.lab, s.file) for s in found]
-        + [(p.student, p.lab, p.file) for p in run.problems if p.lab in run.releases],
+        + [(p.student, p.lab, p.file) for p in problems if p.lab in run.releases],
     )
     run.uploads = {(s.student, s.lab): ledger.upload_fingerprint(s.notebook) for s in found}
-    collection_problems = list(run.problems)
-    cache = settings.cache
+
+
+def _grade_units(run: Run, found: list[Submission], scheduler: str | None) -> ledger.Scores:
+    """Эталоны, которые ещё не проверены, затем работы; возвращает баллы начала запуска.
+
+    Баллы в базе записываются (:func:`feedback.teacher.ledger.run_start`) после эталонов,
+    перед первой записью работы этого запуска: с ручными оценками, поставленными после снимка.
+    """
+    cache = run.settings.cache
     jobs_list = [job_for(run, s, None if scheduler else cache) for s in found]
     references = unchecked_references(run, {job.lab for job in jobs_list}, cache)
     # Заготовки ядер — только здесь, под bubblewrap (рабочие Dask запускают ядра сами), и
@@ -544,38 +476,24 @@ def _grade(
     kernels = Counter(
         warm.profile_of(job.gpu) for job in [*local, *(j for j, _ in references.values())]
     )
-    use_templates = settings.warm_kernels and run.mode == "bwrap"
+    use_templates = run.settings.warm_kernels and run.mode == "bwrap"
     profiles = [profile for profile, count in kernels.items() if warm.pays_off(profile, count)]
     with warm.kernel_templates(profiles, template_env, enabled=use_templates) as templates:
         jobs_list = [with_template(job, templates) for job in local] or jobs_list
         if any(job.gpu for job in jobs_list):
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
         warm_up(run, set(references), cache, templates, references)
-        # Баллы в базе перед первой записью этого запуска: с ручными оценками после снимка.
-        start = ledger.run_start(work, before)
-        _run_units(run, jobs_list, scheduler, work)
-    graded = {(s.student, s.lab) for s in found}
-    reports = ReportWriter(work)
-    for result in _unassessed(run, collection_problems, graded):
+        start = ledger.run_start(run.work, run.before)
+        _run_units(run, jobs_list, scheduler, run.work)
+    return start
+
+
+def _merge_unassessed(run: Run, problems: list[Problem], graded: set[tuple[str, str]]) -> None:
+    """Нули в базу и отчёт неоценённым работам, у которых известны учащийся и лабораторная."""
+    reports = ReportWriter(run.work)
+    for result in _unassessed(run, problems, graded):
         run.uploads[(result.student, result.lab)] = ledger.NO_UPLOAD
         _merge_safely(run, result, reports)
-    write_tables(run)
-    after = ledger.current_scores(work, run.uploads, before, run.answers)
-    rows = ledger.changes(before, after, set(run.uploads), start)
-    write_csv(work / ledger.CHANGES, ledger.CHANGES_HEADER, rows)
-    _analytics(work)
-    # Снимок баллов — последним: оборванный до этого места запуск повторяется с тем же
-    # «прежним» снимком, и changes.csv повтора — тот же, что у запуска без обрыва.
-    ledger.save_scores(work, after)
-    ledger.finish_run(work)
-    print(count_line(found, collection_problems), file=sys.stderr, flush=True)
-    if not found:
-        raise NothingGraded(
-            f"ни одна работа не оценена — все файлы из {source} стали строками "
-            f"{work / 'problems.csv'}: там сказано, что с каждым не так. Исправьте и запустите "
-            "make grade ещё раз."
-        )
-    return work / "grades.csv"
 
 
 #: Файл блокировки рабочей папки: два make grade в одной папке переписывали бы таблицы друг друга.
@@ -750,10 +668,10 @@ def main(argv: list[str] | None = None) -> int:
     work = settings.work
     print(f"Оценки: {grades}")
     print(f"Оценки по заданиям: {work / 'grades_by_task.csv'}")
-    print(f"Проблемные работы: {work / 'problems.csv'}")
-    print(f"Посмотреть вручную: {work / 'needs_review.csv'}")
+    print(f"Проблемные работы: {work / Problem.FILE}")
+    print(f"Посмотреть вручную: {work / ReviewRow.FILE}")
     print(f"Отчёты для учащихся: {work / 'feedback_reports'}")
-    print(f"Что изменилось с прошлого запуска: {work / 'changes.csv'}")
+    print(f"Что изменилось с прошлого запуска: {work / ChangeRow.FILE}")
     print(f"Типичные ошибки: {work / analytics.MISTAKES_CSV} (к лекции — {analytics.MISTAKES_MD})")
     print(f"Похожие ответы: {work / analytics.SIMILAR_CSV}")
     print(f"Сводка для преподавателя: {work / analytics.SUMMARY_HTML}")

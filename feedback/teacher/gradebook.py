@@ -28,7 +28,7 @@ from feedback.teacher import files
 from feedback.teacher.release import lab_sources
 from feedback.teacher.results import UnitResult
 from feedback.teacher.settings import COURSE_ID, Settings, gradebook_url
-from feedback.teacher.tables import write_csv
+from feedback.teacher.tables import GradeRow, ManualArchiveRow, TaskGradeRow, write_rows
 
 NO_RESPONSE = "Нет ответа."
 #: Почему снята ручная оценка (то же, что у feedback.teacher.ledger.ANSWER_CHANGED).
@@ -143,7 +143,7 @@ class Recorded:
 
     path: Path
     answers: dict[str, str]
-    reopened: list[list[Any]]
+    reopened: list[ManualArchiveRow]
 
 
 def record(
@@ -151,7 +151,7 @@ def record(
     result: UnitResult,
     upload: str | None = None,
     graded_before: Mapping[str, str] | None = None,
-    archive: Callable[[list[list[Any]]], None] | None = None,
+    archive: Callable[[list[ManualArchiveRow]], None] | None = None,
 ) -> Recorded:
     """Записывает результат единицы в базу и кладёт проверенную тетрадку на место.
 
@@ -177,7 +177,7 @@ def record(
     timestamp = _submitted_timestamp(work, student, lab)
     graded_before = graded_before or {}
     answers: dict[str, str] = {}
-    reopened: list[list[Any]] = []
+    reopened: list[ManualArchiveRow] = []
     with _open(work) as gb, warnings.catch_warnings():
         # nbgrader создаёт ячейки работы через автосброс сессии SQLAlchemy и ворчит об этом.
         warnings.simplefilter("ignore", category=Warning)
@@ -210,9 +210,15 @@ def record(
                     )
                     old_comment = (comment.manual_comment or "") if comment else ""
                     reopened.append(
-                        [student, lab, grade_id, f"{grade.manual_score:g}", old_comment,
-                         ANSWER_CHANGED]
-                    )  # fmt: skip
+                        ManualArchiveRow(
+                            student,
+                            lab,
+                            grade_id,
+                            f"{grade.manual_score:g}",
+                            old_comment,
+                            ANSWER_CHANGED,
+                        )
+                    )
                     grade.manual_score = None
                     if comment is not None:
                         comment.manual_comment = None
@@ -395,42 +401,15 @@ def results(work: Path) -> dict[tuple[str, str], LabResult]:
     return found
 
 
-#: Столбцы grades.csv: как у экспорта nbgrader (``nbgrader export``) и ещё два — сколько
-#: баллов ждёт ручной оценки и сколько баллов автопроверки ждёт просмотра преподавателем.
-GRADES_HEADER = [
-    "assignment",
-    "duedate",
-    "timestamp",
-    "student_id",
-    "last_name",
-    "first_name",
-    "email",
-    "raw_score",
-    "late_submission_penalty",
-    "score",
-    "max_score",
-    "pending_manual_points",
-    "needs_review_points",
-]
-BY_TASK_HEADER = [
-    "student_id",
-    "assignment",
-    "grade_id",
-    "auto_score",
-    "max_score",
-    "manual_score",
-    "score",
-]
-
-
 def students(work: Path) -> dict[str, tuple[str | None, str | None, str | None]]:
     """Учащиеся в базе: id → (фамилия, имя, почта)."""
     with _open(work) as gb:
         return {s.id: (s.last_name, s.first_name, s.email) for s in gb.students}
 
 
-def _blank(value: Any) -> Any:
-    return "" if value is None else value
+def _text(value: Any) -> str:
+    """Ячейка текста: ``None`` — пусто, дата — как её пишет :mod:`csv` (``str``)."""
+    return "" if value is None else str(value)
 
 
 def export(work: Path) -> tuple[Path, Path]:
@@ -442,45 +421,39 @@ def export(work: Path) -> tuple[Path, Path]:
     сколько баллов ждёт ручной оценки (ответы, которые преподаватель ещё не оценил),
     ``needs_review_points`` — сколько баллов автопроверки ждёт его просмотра (needs_review.csv,
     неоценённая работа). В grades_by_task.csv ``score`` пуст, пока задание ждёт того или
-    другого. Всё пишет :func:`write_csv` (имена из списка учащихся — тоже).
+    другого. Столбцы — :class:`~feedback.teacher.tables.GradeRow` и
+    :class:`~feedback.teacher.tables.TaskGradeRow`; всё пишет :func:`write_rows` (имена из
+    списка учащихся — тоже).
     """
     found = results(work)
     people = students(work)
-    grades = work / "grades.csv"
+    grades = work / GradeRow.FILE
     rows = []
     for (student, lab), result in sorted(found.items(), key=lambda item: (item[0][1], item[0][0])):
         last, first, email = people.get(student, (None, None, None))
         rows.append(
-            [
+            GradeRow(
                 lab,
-                _blank(result.duedate),
-                _blank(result.timestamp),
+                _text(result.duedate),
+                _text(result.timestamp),
                 student,
-                _blank(last),
-                _blank(first),
-                _blank(email),
+                _text(last),
+                _text(first),
+                _text(email),
                 result.raw_score,
                 result.penalty,
                 result.score,
                 result.max_score,
                 result.pending_points,
                 result.flagged_points,
-            ]
+            )
         )
-    write_csv(grades, GRADES_HEADER, rows)
-    by_task = work / "grades_by_task.csv"
-    rows = [
-        [
-            student,
-            lab,
-            grade_id,
-            _blank(task.auto),
-            task.max,
-            _blank(task.manual),
-            _blank(task.score),
-        ]
+    write_rows(grades, GradeRow, rows)
+    by_task = work / TaskGradeRow.FILE
+    task_rows = [
+        TaskGradeRow(student, lab, grade_id, task.auto, task.max, task.manual, task.score)
         for (student, lab), result in sorted(found.items())
         for grade_id, task in sorted(result.tasks.items())
     ]
-    write_csv(by_task, BY_TASK_HEADER, rows)
+    write_rows(by_task, TaskGradeRow, task_rows)
     return grades, by_task

@@ -22,7 +22,6 @@ changes.csv. Оборванный запуск оставляет этот фа�
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from collections.abc import Iterable
@@ -31,15 +30,20 @@ from pathlib import Path
 from typing import Any
 
 from feedback.teacher import files, gradebook
-from feedback.teacher.tables import write_csv
+from feedback.teacher.tables import (
+    ChangeRow,
+    ManualArchiveRow,
+    cells,
+    read_rows,
+    safe_cell,
+    write_rows,
+)
 
 #: Баллы прошлого запуска по заданиям и отпечатки оценённых работ и ответов.
 SCORES = "scores.json"
-CHANGES = "changes.csv"
-CHANGES_HEADER = ["student_id", "lab", "task", "old_points", "new_points", "why"]
+CHANGES = ChangeRow.FILE
 #: Снятые ручные оценки: ответ изменился после проверки.
-MANUAL_ARCHIVE = "manual_archive.csv"
-MANUAL_ARCHIVE_HEADER = ["student_id", "lab", "task", "manual_points", "comment", "why"]
+MANUAL_ARCHIVE = ManualArchiveRow.FILE
 #: Почему ручная оценка снята (changes.csv и manual_archive.csv).
 ANSWER_CHANGED = gradebook.ANSWER_CHANGED
 #: Баллы в базе в начале запуска (с ручными оценками, поставленными после снимка).
@@ -59,6 +63,10 @@ class Graded:
     upload: str | None
     tasks: dict[str, gradebook.TaskScore]
     answers: dict[str, str] = field(default_factory=dict)
+
+
+#: Снимок баллов: работа (учащийся, лабораторная) → её баллы и отпечатки.
+Scores = dict[Key, Graded]
 
 
 def upload_fingerprint(notebook: Any) -> str:
@@ -90,6 +98,12 @@ def load_scores(work: Path) -> dict[Key, Graded] | None:
     except (OSError, ValueError):
         return None
     return _parse(data)
+
+
+def previous_scores(work: Path) -> Scores:
+    """Баллы прошлого запуска: снимок scores.json, а без него (первый запуск) — что в базе."""
+    before = load_scores(work)
+    return current_scores(work, {}) if before is None else before
 
 
 def current_scores(
@@ -170,7 +184,7 @@ def changes(
     after: dict[Key, Graded],
     graded_now: set[Key],
     start: dict[Key, Graded] | None = None,
-) -> list[list[str]]:
+) -> list[ChangeRow]:
     """Строки changes.csv: задание, прежние и новые баллы и почему они изменились.
 
     Почему: «ручная оценка» — в formgrader поставили или изменили оценку; :data:`ANSWER_CHANGED`
@@ -193,14 +207,14 @@ def changes(
             given = began.tasks.get(task) if began else None
             if _taken(given, new) and not (old and old.manual is not None):
                 why = _why(given, new, key in graded_now, earlier, now)
-                rows.append([*key, task, _points(given.score), _points(new.score), why])
+                rows.append(ChangeRow(*key, task, _points(given.score), _points(new.score), why))
                 continue
             old_score = old.score if old else None
             new_score = new.score if new else None
             if old_score == new_score and (old is None) == (new is None):
                 continue
             why = _why(old, new, key in graded_now, earlier, now)
-            rows.append([*key, task, _points(old_score), _points(new_score), why])
+            rows.append(ChangeRow(*key, task, _points(old_score), _points(new_score), why))
     return rows
 
 
@@ -245,18 +259,21 @@ def _automatic_changed(old: gradebook.TaskScore | None, new: gradebook.TaskScore
     return old.auto != new.auto or (unreviewed and old.needs_manual != new.needs_manual)
 
 
-def archive_manual(work: Path, rows: Iterable[list[Any]]) -> None:
+def write_changes(work: Path, rows: Iterable[ChangeRow]) -> None:
+    """changes.csv этого запуска (:func:`changes`): прежний файл заменяется целиком."""
+    write_rows(work / CHANGES, ChangeRow, rows)
+
+
+def archive_manual(work: Path, rows: Iterable[ManualArchiveRow]) -> None:
     """Дописывает снятые ручные оценки в manual_archive.csv (целиком, атомарно).
 
     Пишется до того, как оценка уйдёт из базы; строка, уже записанная прерванным запуском, не
-    повторяется.
+    повторяется. Прочитанные строки — как в файле (с апострофом :func:`safe_cell`), поэтому
+    сравниваются обезвреженными: комментарий «=…» тоже узнаётся.
     """
     path = work / MANUAL_ARCHIVE
-    kept: list[list[str]] = []
-    if path.is_file():
-        with open(path, newline="", encoding="utf-8") as fh:
-            kept = list(csv.reader(fh))[1:]
-    new = [[str(cell) for cell in row] for row in rows]
-    new = [row for row in new if row not in kept]
+    kept = read_rows(path, ManualArchiveRow)
+    written = {tuple(safe_cell(cell) for cell in cells(row)) for row in kept}
+    new = [row for row in rows if tuple(safe_cell(cell) for cell in cells(row)) not in written]
     if new:
-        write_csv(path, MANUAL_ARCHIVE_HEADER, [*kept, *new])
+        write_rows(path, ManualArchiveRow, [*kept, *new])

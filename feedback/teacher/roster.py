@@ -46,11 +46,10 @@ from feedback.teacher.names import (  # BLIND, MOODLE_FOLDER — для тех, 
     parse_lms_name,
     student_id,
 )
-from feedback.teacher.tables import write_csv
+from feedback.teacher.tables import LmsIdRow, read_rows, write_rows
 
 ROSTER = "students.csv"
-LMS_IDS = "lms_ids.csv"
-LMS_IDS_HEADER = ["student_id", "lab", "lms_participant"]
+LMS_IDS = LmsIdRow.FILE
 
 #: Столбцы ведомости оценок Moodle в русском и английском интерфейсе.
 IDENTIFIER = ("Идентификатор", "Identifier")
@@ -257,15 +256,11 @@ def load_mapping(path: Path, roster: Roster | None) -> dict[str, str]:
 
 def read_participants(work: Path) -> dict[tuple[str, str], str]:
     """``lms_ids.csv``: (id учащегося, лабораторная) → номер участника в этой лабораторной."""
-    path = work / LMS_IDS
-    if not path.is_file():
-        return {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        return {
-            (row["student_id"], row["lab"]): row["lms_participant"]
-            for row in csv.DictReader(fh)
-            if row.get("student_id") and row.get("lab") and row.get("lms_participant")
-        }
+    return {
+        (row.student_id, row.lab): row.lms_participant
+        for row in read_rows(work / LMS_IDS, LmsIdRow)
+        if row.student_id and row.lab and row.lms_participant
+    }
 
 
 def save_participants(work: Path, seen: Mapping[tuple[str, str], str]) -> None:
@@ -273,10 +268,10 @@ def save_participants(work: Path, seen: Mapping[tuple[str, str], str]) -> None:
     if not seen and not (work / LMS_IDS).is_file():
         return
     merged = {**read_participants(work), **seen}
-    write_csv(
+    write_rows(
         work / LMS_IDS,
-        LMS_IDS_HEADER,
-        [[student, lab, number] for (student, lab), number in sorted(merged.items())],
+        LmsIdRow,
+        [LmsIdRow(student, lab, number) for (student, lab), number in sorted(merged.items())],
     )
 
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from feedback.teacher.assemble import cell_source
+from feedback.teacher.tables import SimilarRow
 
 #: Длина k-граммы и окна winnowing: для кода — в токенах, для текста — в словах.
 CODE_K, CODE_W = 5, 4
@@ -445,22 +446,19 @@ def tasks_from(
     return [tasks[key] for key in sorted(tasks)]
 
 
-SIMILAR_HEADER = ["lab", "task", "student_a", "student_b", "similarity", "fragment"]
-
-
-def similar_rows(tasks: Iterable[Task], threshold: float | None = None) -> list[list]:
+def similar_rows(tasks: Iterable[Task], threshold: float | None = None) -> list[SimilarRow]:
     """Строки similar.csv по всем заданиям."""
     rows = []
     for task in tasks:
         for pair in similar_pairs(task, threshold):
             rows.append(
-                [
+                SimilarRow(
                     task.lab,
                     task.task,
                     pair.student_a,
                     pair.student_b,
                     f"{pair.similarity:.3f}",
                     pair.fragment,
-                ]
+                )
             )
     return rows

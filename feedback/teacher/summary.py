@@ -79,13 +79,6 @@ def ranked(counts: Counter) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
-class _Row(dict):
-    """Строка таблицы рабочей папки: столбца, которого нет (таблица прежней версии), — пусто."""
-
-    def __missing__(self, key: str) -> str:
-        return ""
-
-
 def mistake_text(mistake: str) -> str:
     """Описание ошибки по-русски (код — только в подсказке страницы)."""
     return NO_CODE_TEXT if mistake == NO_CODE else describe(mistake)
@@ -276,10 +269,6 @@ def render(data: ClassData, work: Path) -> str:
     def href(student: str | None, lab: str | None) -> str | None:
         return report_href(work, student or "", lab or "")
 
-    rows = {
-        name: [_Row(row) for row in getattr(data, name)]
-        for name in ("problems", "review", "similar", "pending", "slowest")
-    }
     page = (
         environment()
         .get_template(TEMPLATE)
@@ -287,7 +276,6 @@ def render(data: ClassData, work: Path) -> str:
             title=TITLE,
             csp=Markup(CSP_META),
             data=data,
-            rows=rows,
             sections=sections,
             works=sum(len(data.scores.get(lab, [])) for lab in data.labs),
             href=href,

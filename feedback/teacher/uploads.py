@@ -46,6 +46,7 @@ from feedback.teacher.names import (
     student_id,  # noqa: F401 — его берут отсюда
 )
 from feedback.teacher.settings import UPLOAD_LIMITS
+from feedback.teacher.tables import Problem
 
 #: Пределы одной тетрадки и всего прочитанного за запуск — настройка преподавателя
 #: (:class:`feedback.teacher.settings.UploadLimits`).
@@ -60,16 +61,6 @@ MAX_JSON_DEPTH = 100
 MAX_JSON_CONTAINERS = 100_000
 #: Значение — строка, число, литерал, список или словарь (строка вывода — тоже значение).
 MAX_JSON_VALUES = 1_000_000
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Строка problems.csv: чья работа, какая лабораторная, файл и что случилось."""
-
-    student: str
-    lab: str
-    file: str
-    problem: str
 
 
 @dataclass
