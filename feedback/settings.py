@@ -311,6 +311,15 @@ CHROMIUM = Variable(
     where=TESTS,
     default_note="/usr/bin/chromium или Chromium Playwright",
 )
+RECORD_TABLES = Variable(
+    "COURSE7_RECORD_TABLES",
+    "path",
+    None,
+    "тесты: записать таблицы оценённого класса в эту папку как новый снимок "
+    "(tests/test_class_tables.py), а не сравнивать с tests/data/class-tables",
+    unit="папка",
+    where=TESTS,
+)
 
 #: Реестр: имя → переменная.
 VARIABLES: dict[str, Variable] = {
@@ -338,6 +347,7 @@ VARIABLES: dict[str, Variable] = {
         REQUIRE_SANDBOX,
         REQUIRE_BROWSER,
         CHROMIUM,
+        RECORD_TABLES,
     )
 }
 

@@ -239,13 +239,13 @@ def _class_targets(work: Path, folder: Path) -> dict[str, str]:
 
 def _grade_class(work: Path, folder: Path) -> dict:
     """Оценивает класс из tests/corpus.py и возвращает то, что видно только во время запуска."""
-    from corpus import TEACHER_MARKER, class_works
+    from corpus import TEACHER_MARKER, class_settings, class_works, use_class_secret
 
     from feedback.teacher import grade
-    from feedback.teacher.settings import GIB, Limits, Settings
 
     work.mkdir(parents=True)
     folder.mkdir(parents=True)
+    use_class_secret(work)
     for item in class_works(_class_targets(work, folder)):
         item.write(folder)
     watched = {"feedback": ROOT / "feedback", "solutions": ROOT / "solutions", "class": folder}
@@ -253,9 +253,7 @@ def _grade_class(work: Path, folder: Path) -> dict:
     patch = pytest.MonkeyPatch()
     patch.setenv("COURSE7_TEACHER_SECRET", TEACHER_MARKER)  # его не должно быть в итогах
     patch.delenv("COURSE7_TINY", raising=False)
-    # Короткие бюджеты для класса: зависшие работы не должны тянуть время тестов.
-    short = Limits(notebook_seconds=60, cell_seconds=8, memory_bytes=int(1.5 * GIB), call_seconds=2)
-    settings = replace(Settings.from_env(), work=work, cpu_limits=short)
+    settings = class_settings(work)
     started = time.monotonic()
     try:
         grade.grade(folder, jobs=2, settings=settings)

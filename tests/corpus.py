@@ -11,8 +11,11 @@ feedback/answers/mistakes.py для каждого непройденного з
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from feedback.teacher.settings import GIB as BYTES_PER_GIB
+from feedback.teacher.settings import Limits, Settings
 
 from submissions import cell_by_id, student_notebook, submission
 
@@ -22,6 +25,31 @@ LAB4 = "lab_7_4_gpu_memory"
 LAB5 = "lab_7_5_bfloat16_lora"
 LAB6 = "lab_7_6_gradient_accumulation"
 GIB = "1024**3"
+
+
+#: Секрет случаев оценивания класса — постоянный (у преподавателя он свой у каждой рабочей
+#: папки): вытянутые случаи и подсказки с их числами одни и те же в каждом запуске, поэтому
+#: таблицы класса можно сравнить байт в байт со снимком и с другим запуском.
+CLASS_SECRET = "course7-class-corpus-secret"
+
+
+def use_class_secret(work: Path) -> None:
+    """Кладёт в рабочую папку ``work`` постоянный секрет класса (:data:`CLASS_SECRET`)."""
+    work.mkdir(parents=True, exist_ok=True)
+    secret = work / ".grading-secret"
+    secret.write_text(CLASS_SECRET, encoding="utf-8")
+    secret.chmod(0o600)
+
+
+def class_settings(work: Path, **changes) -> Settings:
+    """Настройки, с которыми оценивается класс: короткие бюджеты CPU-лабораторных.
+
+    Зависшие работы не должны тянуть время тестов. ``changes`` — другие поля
+    :class:`~feedback.teacher.settings.Settings` (например, ядра без заготовок).
+    """
+    memory = int(1.5 * BYTES_PER_GIB)
+    short = Limits(notebook_seconds=60, cell_seconds=8, memory_bytes=memory, call_seconds=2)
+    return replace(Settings.from_env(), work=work, cpu_limits=short, **changes)
 
 
 @dataclass

@@ -6,9 +6,16 @@
 
 from __future__ import annotations
 
+import csv
+import io
+from pathlib import Path
+
 import pytest
 from corpus import LAB5, LAB6
+from test_class_tables import class_tables
 from test_grading import report
+
+from submissions import read_csv
 
 pytestmark = pytest.mark.slow
 
@@ -74,3 +81,59 @@ def test_what_one_work_patches_in_keras_stays_in_that_work(tmp_path, sandbox, fr
     assert scores["b_honest"] == full and scores["a_breaks_keras"] < full
     kernels = {r["student_id"]: r["kernel"] for r in read_csv(settings.work / "timings.csv")}
     assert kernels == {"a_breaks_keras": "template", "b_honest": "template"}
+
+
+#: Таблицы, по которым видно, как оценена работа: баллы по заданиям, ошибки, что не вышло и
+#: что посмотреть глазами (в grades.csv ещё и время сдачи, в timings.csv — секунды).
+OUTCOME_TABLES = ("grades_by_task.csv", "mistakes.csv", "problems.csv", "needs_review.csv")
+
+
+def outcome_rows(work: Path, folder: Path, students: set[str]) -> dict[str, list[list[str]]]:
+    """Строки таблиц итогов для ``students`` без путей и имён папок этого запуска.
+
+    Работы идут в два процесса, поэтому строки упорядочены сортировкой, а не временем.
+    """
+    tables = class_tables(work, folder)
+    found = {}
+    for name in OUTCOME_TABLES:
+        rows = csv.reader(io.StringIO(tables[name], newline=""))
+        header = next(rows)
+        column = header.index("student_id")
+        found[name] = sorted(row for row in rows if row[column] in students)
+    return found
+
+
+def test_fresh_kernels_grade_every_gpu_work_as_templates_do(
+    graded_class, tmp_path, fresh_work, monkeypatch
+):
+    """Ядра из заготовок не меняют итогов: каждая GPU-работа корпуса — как с ядром с нуля.
+
+    Класс (фикстура ``graded_class``) оценивается с ядрами из прогретых заготовок. Здесь те же
+    работы GPU-лабораторных оцениваются ещё раз с теми же настройками и тем же секретом
+    случаев, но каждое ядро запускается с нуля, как до заготовок (``warm_kernels=False``):
+    баллы, ошибки, problems.csv и needs_review.csv — строка в строку те же.
+    """
+    from corpus import class_settings, use_class_secret
+
+    from feedback.teacher import grade
+    from feedback.teacher.settings import is_gpu_lab
+
+    from submissions import student_notebook
+
+    gpu = [w for w in graded_class.works if is_gpu_lab(student_notebook(w.graded_as or w.lab))]
+    students = {work.student for work in gpu}
+    assert len(students) >= 9
+    folder = tmp_path / "submitted"
+    for work in gpu:
+        work.write(folder)
+    monkeypatch.delenv("COURSE7_TINY", raising=False)
+    settings = class_settings(fresh_work(tmp_path / "work"), warm_kernels=False)
+    use_class_secret(settings.work)
+    grade.grade(folder, jobs=2, settings=settings)
+
+    kernels = {r["kernel"] for r in read_csv(settings.work / "timings.csv") if r["kernel"]}
+    assert kernels == {"fresh"}
+    fresh = outcome_rows(settings.work, folder, students)
+    warm = outcome_rows(graded_class.work, graded_class.folder, students)
+    assert all(fresh[name] for name in ("grades_by_task.csv", "mistakes.csv", "needs_review.csv"))
+    assert fresh == warm
