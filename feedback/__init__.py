@@ -35,7 +35,8 @@ GPU-лабораторных импортируют тяжёлые библио�
   вердикту, и в песочнице оценивания этой папки нет (код учащегося её не видит);
 - :mod:`feedback.teacher` — выпуск тетрадок и оценивание (``make release``, ``make grade``).
 
-Рядом: :mod:`feedback.settings` (все переменные окружения курса), :mod:`feedback.qa_local`
+Рядом: :mod:`feedback.checks` (проверка по имени из ячейки-теста и таблица модулей с
+проверками), :mod:`feedback.settings` (все переменные окружения курса), :mod:`feedback.qa_local`
 (наш набор вопросов-ответов в пакете), :mod:`feedback.workspace` (рабочая копия ``my-labs/``),
 :mod:`feedback.kernel_guard` (присмотр за ядром оценивания). Кто кого может импортировать —
 ``tests/test_import_graph.py``.

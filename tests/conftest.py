@@ -119,12 +119,68 @@ def _waited_for_a_core() -> float:
 
 _WAIT_KEY = pytest.StashKey[dict]()
 
+#: Тест, фикстуры которого сейчас готовятся (для счёта времени общих фикстур).
+_PREPARING: list = []
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
     started = _waited_for_a_core()
-    yield
+    _PREPARING[:] = [item]
+    try:
+        yield
+    finally:
+        _PREPARING.clear()
     item.stash.setdefault(_WAIT_KEY, {})["setup"] = _waited_for_a_core() - started
+
+
+# --------------------------------------------------------------------------- время фикстур
+
+#: Общая фикстура (не одного теста), которая готовилась хотя бы столько секунд, попадает в
+#: отчёт времени фикстур: make bench считает её отдельной группой, а не тестом, который
+#: попросил её первым (в JUnit её время — в этом тесте, а ожидание её под блокировкой — в
+#: тестах других процессов).
+BILLED_FIXTURE_SECONDS = 1.0
+FIXTURE_TIMES: list[dict] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    started = time.monotonic()
+    yield
+    took = time.monotonic() - started
+    if fixturedef.scope != "function" and took >= BILLED_FIXTURE_SECONDS and _PREPARING:
+        FIXTURE_TIMES.append(
+            {
+                "fixture": fixturedef.argname,
+                "test": _PREPARING[0].nodeid,
+                "seconds": round(took, 3),
+            }
+        )
+
+
+def fixture_times_file(config) -> Path | None:
+    """Файл времени фикстур этого процесса рядом с отчётом JUnit (``--junitxml``), если он есть.
+
+    ``.course-work/test-times.xml`` → ``.course-work/test-times.fixtures-gw0.json``: его читает
+    :func:`feedback.teacher.bench.group_times`.
+    """
+    xmlpath = getattr(config.option, "xmlpath", None)
+    if not xmlpath:
+        return None
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    path = Path(xmlpath)
+    return path.with_name(f"{path.stem}.fixtures-{worker}.json")
+
+
+def pytest_sessionstart(session):
+    """Отчёты времени фикстур прошлого прогона с тем же JUnit убираются (только главный процесс)."""
+    target = fixture_times_file(session.config)
+    if target is not None and "PYTEST_XDIST_WORKER" not in os.environ:
+        for old in target.parent.glob(
+            f"{Path(session.config.option.xmlpath).stem}.fixtures-*.json"
+        ):
+            old.unlink(missing_ok=True)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -175,10 +231,17 @@ def pytest_assertion_pass(item, lineno, orig, expl):
 
 
 def pytest_sessionfinish(session):
-    """Процесс xdist отдаёт свой счёт главному процессу, а тот печатает сумму."""
+    """Процесс xdist отдаёт свой счёт главному процессу, а тот печатает сумму.
+
+    И каждый процесс пишет время своих общих фикстур (:func:`fixture_times_file`).
+    """
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["assertions_passed"] = ASSERTIONS_PASSED
+    target = fixture_times_file(session.config)
+    if target is not None and FIXTURE_TIMES:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(FIXTURE_TIMES, ensure_ascii=False), encoding="utf-8")
 
 
 def pytest_testnodedown(node, error):

@@ -16,14 +16,13 @@ import types
 import pytest
 
 from feedback import CheckFailed, flops, memory, wall
+from feedback.checks import CHECK_MODULES, check_function, find
 from feedback.engine.calling import LearnerProblem
 from feedback.engine.comparing import FunctionTask
 from feedback.engine.graded import (
     AnswersUnavailable,
     GradedCheck,
     Verdict,
-    check_function,
-    find,
     reference,
     split_arguments,
     verdict,
@@ -42,6 +41,28 @@ def test_names_from_test_cells_resolve_to_checks():
     for bad in ("flops.training_flops", "os.check_x", "flops", "../x.check_y", "flops.check_nope"):
         with pytest.raises((KeyError, ModuleNotFoundError)):
             find(bad)
+
+
+def test_the_engine_finds_only_declared_checks_and_imports_no_lab_module():
+    """Движок находит проверку только в импортированном модуле; по имени модуль импортирует
+    :mod:`feedback.checks`, и только модуль из его таблицы."""
+    out = python(
+        "import sys",
+        "from feedback.engine import graded, probe",
+        "try:\n    graded.find('flops.check_compute_num_flops')\n"
+        "except KeyError as error:\n    print('KeyError', error)",
+        "print(sorted(m for m in sys.modules if m in ('feedback.flops', 'feedback.memory')))",
+        "from feedback import checks",
+        "name = 'flops.check_compute_num_flops'",
+        "print(checks.find(name) is graded.find(name))",
+        "try:\n    checks.find('runtime.check_x')\n"
+        "except KeyError as error:\n    print('KeyError', error)",
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("KeyError") and "не импортирован" in lines[0]
+    assert lines[1:3] == ["[]", "True"]
+    assert lines[3].startswith("KeyError") and "нет проверок курса" in lines[3]
 
 
 def test_objects_and_params_are_split_by_the_signature():
@@ -133,6 +154,8 @@ def test_grading_path_gives_the_same_verdict_as_the_notebook():
 
 
 def test_oversized_observations_are_refused(monkeypatch):
+    from feedback import generation  # noqa: F401 — модуль проверки; в ядре его импортирует зонд
+
     monkeypatch.setattr("feedback.engine.probe.MAX_OBSERVATION_CHARS", 10_000)
     payload = observation_payload(
         "check_generations_gemma_1b",
@@ -145,8 +168,9 @@ def test_oversized_observations_are_refused(monkeypatch):
 
 # --------------------------------------------------------------------------- без эталонов
 
-#: Модули лабораторных с проверками (``модуль.check_…`` в ячейках-тестах).
-LAB_MODULES = ("flops", "memory", "precision", "accumulation", "wall", "generation")
+#: Модули лабораторных с проверками (``модуль.check_…`` в ячейках-тестах) — таблица
+#: :data:`feedback.checks.CHECK_MODULES`; тест ниже сверяет её с исходниками.
+LAB_MODULES = CHECK_MODULES
 #: Заголовок вердикта, когда эталонов нет (в песочнице оценивания).
 NO_ANSWERS = "вердикт здесь не выносится: эталонов проверки нет."
 #: Вердикт этой проверки 7.2 лежит в модуле лабораторной, но эталон берёт лениво
@@ -329,6 +353,9 @@ def test_every_module_with_checks_is_a_lab_module():
     }
     assert with_checks == set(LAB_MODULES)
     assert {name.split(".")[0] for name in graded_checks()} == set(LAB_MODULES)
+    # Каждая проверка находится по своему имени — тому, что пишут ячейки-тесты.
+    for name, graded in graded_checks().items():
+        assert find(name) is graded, name
 
 
 def test_verdicts_live_in_the_answers_and_are_named_not_imported():

@@ -287,6 +287,41 @@ def test_every_answer_named_by_a_string_is_in_the_table():
     assert all(layer_of(target) == "answers" for target in ANSWER_EDGES.values())
 
 
+def check_edges() -> dict[str, set[str]]:
+    """Рёбра по строке к модулям лабораторных: :mod:`feedback.checks` → модули с проверками."""
+    from feedback.checks import CHECK_MODULES
+
+    return {"feedback.checks": {f"feedback.{module}" for module in CHECK_MODULES}}
+
+
+def string_imports(path: Path) -> list[str]:
+    """Функции модуля, которые вызывают ``importlib.import_module`` (импорт по строке)."""
+    found = []
+    for function in ast.walk(tree_of(path)):
+        if isinstance(function, ast.FunctionDef):
+            for node in ast.walk(function):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "import_module"
+                ):
+                    found.append(function.name)
+    return found
+
+
+def test_lab_modules_are_imported_by_name_only_from_the_checks_table():
+    """Движок и GPU-среда не импортируют по строке ничего, кроме эталонов при вердикте."""
+    edges = check_edges()
+    assert all(layer_of(target) == "labs" for target in edges["feedback.checks"])
+    assert not violations({**import_graph(), **edges})
+    by_string = {
+        name: string_imports(path)
+        for name, path in sources().items()
+        if layer_of(name) in ("engine", "gpu") and string_imports(path)
+    }
+    assert by_string == {"feedback.engine.graded": ["reference"]}
+
+
 def _named_at_runtime(module) -> set[str]:
     """Имена эталонов, которые держат проверки модуля: задания-функции и вердикты по имени."""
     from feedback.engine.comparing import FunctionTask
@@ -368,6 +403,8 @@ def report(root: Path) -> str:
     )
     for name, targets in sorted(dynamic.items()):
         lines.append(f"  по строке: {name} → {', '.join(sorted(targets))}")
+    for name, targets in sorted(check_edges().items()):
+        lines.append(f"  по строке (проверки): {name} → {', '.join(sorted(targets))}")
     found = violations(graph)
     lines.append(f"нарушений слоёв: {len(found)}")
     lines += [f"  {item}" for item in found]

@@ -7,6 +7,7 @@ import json
 import nbformat
 import pytest
 
+from feedback.checks import CHECK_MODULES
 from feedback.teacher.assemble import assemble, is_answer, is_test, parse_check_call, probe_source
 
 from notebook_runner import ROOT
@@ -114,7 +115,12 @@ def test_every_test_cell_is_one_check_call_that_becomes_a_probe(lab):
         if is_test(cell):
             call = parse_check_call(cell.source)
             source = probe_source("gid", call, {"cases": [[1, 2]]}, "метка")
-            emit = ast.parse(source).body[-1].value
+            body = ast.parse(source).body
+            emit = body[-1].value
+            # Зонд сам импортирует модуль проверки — из таблицы модулей с проверками.
+            module = ast.literal_eval(body[-2].value.args[0])
+            assert module == f"feedback.{call.name.split('.')[0]}"
+            assert module.removeprefix("feedback.") in CHECK_MODULES
             grade_id, name, objects, params, token = (ast.unparse(arg) for arg in emit.args)
             assert (grade_id, name, token) == ("'gid'", repr(call.name), "'метка'")
             expected = ast.unparse(ast.parse(f"lambda: ({', '.join(call.objects)},)"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from feedback.teacher import bench
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -63,6 +65,26 @@ def test_group_times_sum_by_file_and_sort_slowest_first(tmp_path):
         ("Тесты: test_grading", "120.5 с"),
         ("Тесты: lab_7_2_training_flops", "30.0 с"),
         ("Тесты: test_flops", "1.2 с"),
+    ]
+
+
+def test_a_shared_fixture_is_billed_to_its_own_group_not_to_the_first_test(tmp_path):
+    """Класс, оценённый один раз, — не время теста formgrader, который попросил его первым."""
+    junit = tmp_path / "times.xml"
+    junit.write_text(JUNIT)
+    records = [
+        {"fixture": "graded_class", "test": "tests/test_grading.py::test_a", "seconds": 90.0},
+        {"fixture": "graded_class", "test": "tests/test_flops.py::test_c", "seconds": 1.0},
+    ]
+    (tmp_path / "times.fixtures-gw0.json").write_text(json.dumps(records[:1]))
+    (tmp_path / "times.fixtures-gw1.json").write_text(json.dumps(records[1:]))
+    (tmp_path / "other.fixtures-gw0.json").write_text(json.dumps(records))  # чужой отчёт
+    rows = bench.group_times((junit,))
+    assert rows == [
+        ("Тесты: фикстура graded_class", "91.0 с"),
+        ("Тесты: test_grading", "30.5 с"),
+        ("Тесты: lab_7_2_training_flops", "30.0 с"),
+        ("Тесты: test_flops", "0.2 с"),
     ]
 
 

@@ -31,6 +31,7 @@ import inspect
 import json
 import random
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -281,17 +282,31 @@ def graded_check(spec: GradedCheck) -> Callable[[Callable[..., Any]], Callable[.
 
 
 def check_function(name: str) -> Callable[..., CheckResult]:
-    """Проверка курса по имени из ячейки-теста, например ``"flops.check_compute_num_flops"``."""
-    match = _NAME.match(name)
-    if not match:
-        raise KeyError(f"не похоже на имя проверки курса: {name!r}")
-    module = importlib.import_module(f"feedback.{match['module']}")
-    function = getattr(module, match["function"], None)
+    """Проверка курса по имени из ячейки-теста: ``"flops.check_compute_num_flops"``.
+
+    Ищется в уже импортированном модуле лабораторной (``sys.modules``): движок модулей
+    лабораторных не импортирует. Импортирует модуль по имени :func:`feedback.checks.load`, а в
+    ядре оценивания — сам зонд (:func:`feedback.teacher.assemble.probe_source`). Подменённый
+    модуль или подменённая функция проверки — не проверка курса: :class:`KeyError`.
+    """
+    path = f"feedback.{check_module(name)}"
+    module = sys.modules.get(path)
+    if module is None:
+        raise KeyError(f"проверки {name} нет: модуль {path} не импортирован")
+    function = getattr(module, name.partition(".")[2], None)
     if not isinstance(getattr(function, "graded", None), GradedCheck):
-        raise KeyError(f"в feedback.{match['module']} нет проверки {match['function']}")
+        raise KeyError(f"в {path} нет проверки {name.partition('.')[2]}")
     return function
 
 
 def find(name: str) -> GradedCheck:
-    """Описание проверки (:class:`GradedCheck`) по её имени."""
+    """Описание проверки (:class:`GradedCheck`) по её имени (см. :func:`check_function`)."""
     return check_function(name).graded  # type: ignore[attr-defined]
+
+
+def check_module(name: str) -> str:
+    """Короткое имя модуля лабораторной в имени проверки: ``"flops.check_x"`` → ``"flops"``."""
+    match = _NAME.match(name)
+    if not match:
+        raise KeyError(f"не похоже на имя проверки курса: {name!r}")
+    return match["module"]

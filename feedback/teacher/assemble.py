@@ -33,7 +33,8 @@ from typing import Any
 
 import nbformat
 
-from feedback.engine.graded import GradedCheck, check_function, find, split_arguments
+from feedback.checks import check_function, find
+from feedback.engine.graded import GradedCheck, check_module, split_arguments
 
 #: Метаданные ячеек, которые добавил учащийся (для отчёта и взгляда преподавателя); это же
 #: роль такой ячейки в собранной тетрадке (:attr:`Assembled.roles`).
@@ -315,8 +316,13 @@ def probe_source(grade_id: str, call: CheckCall, params: dict[str, Any], token: 
     if not all(_IDENTIFIER.match(name) for name in call.objects):
         raise ValueError("имена объектов должны быть идентификаторами")
     objects = "".join(f"{name}, " for name in call.objects)
+    # Модуль проверки импортирует сам зонд — как это делал бы import: зонд не зависит от того,
+    # что успели импортировать ячейки до него, а движок модулей лабораторных не импортирует.
+    module = f"feedback.{check_module(call.name)}"
     return (
-        "from feedback.engine import probe as _course7_probe\n\n"
+        "from feedback.engine import probe as _course7_probe\n"
+        "import importlib as _course7_importlib\n\n"
+        f"_course7_importlib.import_module({module!r})\n"
         f"_course7_probe.emit({grade_id!r}, {call.name!r}, lambda: ({objects}), "
         f"{json.dumps(params, ensure_ascii=False)!r}, {token!r})"
     )

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -180,11 +181,35 @@ def measure(cpu_lab: str, gpu_labs: list[str], count: int, gpu_count: int) -> li
     return rows
 
 
+def _group_of_test(nodeid: str) -> str:
+    """Группа теста по его id pytest — та же, что у его строки JUnit (файл или лабораторная)."""
+    parts = nodeid.split("::")[0].split("/")
+    known = parts[0] in ("tests", "solutions") and len(parts) > 1
+    return Path(parts[1]).stem if known else Path(parts[0]).stem
+
+
+def fixture_times(junit: Path) -> list[dict]:
+    """Время общих фикстур из файлов рядом с отчётом JUnit (их пишет ``tests/conftest.py``).
+
+    Запись — ``{"fixture", "test", "seconds"}``: какая фикстура, при подготовке какого теста
+    она готовилась (или ждала, пока её приготовит другой процесс) и сколько секунд.
+    """
+    found = []
+    for path in sorted(junit.parent.glob(f"{junit.stem}.fixtures-*.json")):
+        try:
+            found += json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def group_times(paths: tuple[Path, ...] = TEST_TIMES) -> list[tuple[str, str]]:
     """Время групп тестов (по файлам) из отчётов JUnit последнего ``make test``.
 
     Это сумма времени тестов группы; тесты идут в несколько процессов, поэтому сумма по
-    всем группам больше, чем длится ``make test``.
+    всем группам больше, чем длится ``make test``. Общая фикстура (класс, оценённый один раз
+    на весь прогон; окружение Colab) — своя группа «фикстура …»: в JUnit её время стоит у
+    теста, который попросил её первым, а здесь вычитается из его группы (:func:`fixture_times`).
     """
     seconds: dict[str, float] = defaultdict(float)
     for path in paths:
@@ -194,6 +219,10 @@ def group_times(paths: tuple[Path, ...] = TEST_TIMES) -> list[tuple[str, str]]:
             parts = (case.get("classname") or "?").split(".")
             known = parts[0] in ("tests", "solutions") and len(parts) > 1
             seconds[parts[1] if known else parts[0]] += float(case.get("time") or 0)
+        for record in fixture_times(path):
+            paid = float(record.get("seconds") or 0)
+            seconds[_group_of_test(str(record.get("test", "?")))] -= paid
+            seconds[f"фикстура {record.get('fixture', '?')}"] += paid
     if not seconds:
         return [("Группы тестов", "нет отчёта — запустите make test")]
     top = sorted(seconds.items(), key=lambda item: -item[1])
