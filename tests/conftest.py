@@ -144,19 +144,30 @@ BILLED_FIXTURE_SECONDS = 1.0
 FIXTURE_TIMES: list[dict] = []
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_fixture_setup(fixturedef, request):
-    started = time.monotonic()
-    yield
-    took = time.monotonic() - started
-    if fixturedef.scope != "function" and took >= BILLED_FIXTURE_SECONDS and _PREPARING:
-        FIXTURE_TIMES.append(
-            {
-                "fixture": fixturedef.argname,
-                "test": _PREPARING[0].nodeid,
-                "seconds": round(took, 3),
-            }
-        )
+class FixtureClock:
+    """Время подготовки общих фикстур.
+
+    Зарегистрирован как плагин (:func:`pytest_configure`), а не хуком этого conftest: хук
+    conftest.py из tests/ pytest не зовёт для фикстур сеанса — их узел не в tests/.
+    """
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        started = time.monotonic()
+        yield
+        took = time.monotonic() - started
+        if fixturedef.scope != "function" and took >= BILLED_FIXTURE_SECONDS and _PREPARING:
+            FIXTURE_TIMES.append(
+                {
+                    "fixture": fixturedef.argname,
+                    "test": _PREPARING[0].nodeid,
+                    "seconds": round(took, 3),
+                }
+            )
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(FixtureClock(), "course7-fixture-clock")
 
 
 def fixture_times_file(config) -> Path | None:
