@@ -526,3 +526,50 @@ def test_a_missing_template_falls_back_to_a_fresh_kernel(tmp_path):
     execution = execute(nb, tmp_path / "unit", "bwrap", FAST, template=str(tmp_path / "нет"))
     assert "ok" in text(execution, 0) and not execution.warm
     assert "без заготовки" in " ".join(execution.details)
+
+
+#: Копия заготовки, запускаясь ядром, импортирует заново только мелочь: всё заметное
+#: (отладчик debugpy, история на sqlite3, psutil, pdb) заготовка импортировала заранее.
+KERNEL_START = """
+import json, os, sys, tempfile, threading
+from feedback.kernel_template import preload
+preload("cpu")
+threads = len(os.listdir("/proc/self/task"))
+folder = tempfile.mkdtemp()
+connection = os.path.join(folder, "kernel.json")
+with open(connection, "w") as fh:
+    json.dump({"transport": "ipc", "ip": os.path.join(folder, "k"), "key": "k"}, fh)
+before = set(sys.modules)
+read, write = os.pipe()
+if os.fork() == 0:
+    from ipykernel import kernelapp
+    kernelapp.IPKernelApp.instance().initialize(["-f", connection])
+    os.write(write, json.dumps(sorted(set(sys.modules) - before)).encode())
+    os._exit(0)
+os.close(write)
+new = json.loads(os.read(read, 1 << 20))
+print(json.dumps({"threads": threads, "new": new}))
+"""
+
+
+def test_the_template_is_one_thread_and_imports_what_a_kernel_start_needs(tmp_path):
+    """Заготовка однопоточна (fork многопоточного процесса опасен) и прогрета для ядра."""
+    import json
+    import subprocess
+    import sys
+
+    env = sandbox.template_env(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", KERNEL_START],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["threads"] == 1
+    heavy = {"debugpy", "sqlite3", "psutil", "pdb", "pydevd", "IPython.core.interactiveshell"}
+    assert not heavy & {name.split(".")[0] for name in found["new"]} | heavy & set(found["new"])
+    assert len(found["new"]) < 20, found["new"]
