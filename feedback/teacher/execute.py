@@ -67,6 +67,10 @@ def _output_size(output: Any) -> int:
     )
 
 
+#: Сообщение IOPub, которым ipykernel 7 встречает новую подписку (JEP 65).
+WELCOME = "iopub_welcome"
+
+
 class PromptKernelClient(AsyncKernelClient):
     """Клиент ядра, который не выжидает 0,2 с тишины после того, как ядро готово.
 
@@ -76,6 +80,10 @@ class PromptKernelClient(AsyncKernelClient):
     для запроса, на который пришёл ответ: раз он дошёл, IOPub подключён и всё, что ядро
     опубликовало раньше, прочитано, а без новых запросов ядро молчит. Не дошёл за 0,2 с
     (подписка IOPub ещё не установилась) — запрос повторяется, как в jupyter_client.
+
+    Ядро ipykernel 7 само говорит, когда подписка установилась: присылает по IOPub
+    :data:`WELCOME`. Всё, что оно опубликовало раньше, до клиента не дошло, поэтому после
+    приветствия запрос повторяется сразу, а не через 0,2 с тишины.
     """
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
@@ -83,30 +91,48 @@ class PromptKernelClient(AsyncKernelClient):
         sent: set[str] = set()
         while True:
             sent.add(self.kernel_info())
-            try:
-                reply = await self.shell_channel.get_msg(timeout=1)
-            except Empty:
-                reply = None
-            if (
-                reply is not None
-                and reply["msg_type"] == "kernel_info_reply"
-                and reply["parent_header"].get("msg_id") in sent
-                and await self._idle_after(reply["parent_header"]["msg_id"])
-            ):
-                self._handle_kernel_info_reply(reply)
-                return
+            reply = await self._reply(sent, timeout=1)
+            if reply is not None:
+                outcome = await self._idle_after(reply["parent_header"]["msg_id"])
+                if outcome is True:
+                    self._handle_kernel_info_reply(reply)
+                    return
+                if outcome == WELCOME:
+                    sent.clear()  # ответы на прежние запросы уже не в счёт: их «idle» потерян
+                    continue
             if not await self.is_alive():
                 raise RuntimeError("Kernel died before replying to kernel_info")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
 
-    async def _idle_after(self, request: str) -> bool:
-        """Читает IOPub до статуса «idle» запроса ``request``; ``False`` — не дождался за 0,2 с."""
+    async def _reply(self, sent: set[str], timeout: float) -> dict | None:
+        """Ответ ``kernel_info`` на один из запросов ``sent``; ответы на прежние пропускаются."""
+        end = time.monotonic() + timeout
+        while (left := end - time.monotonic()) > 0:
+            try:
+                reply = await self.shell_channel.get_msg(timeout=left)
+            except Empty:
+                return None
+            if (
+                reply["msg_type"] == "kernel_info_reply"
+                and reply["parent_header"].get("msg_id") in sent
+            ):
+                return reply
+        return None
+
+    async def _idle_after(self, request: str) -> bool | str:
+        """Читает IOPub до статуса «idle» запроса ``request``.
+
+        ``True`` — дождался; :data:`WELCOME` — подписка только что установилась (спросить
+        заново); ``False`` — не дождался за 0,2 с.
+        """
         while True:
             try:
                 message = await self.iopub_channel.get_msg(timeout=0.2)
             except Empty:
                 return False
+            if message["msg_type"] == WELCOME:
+                return WELCOME
             if (
                 message["msg_type"] == "status"
                 and message["content"].get("execution_state") == "idle"
