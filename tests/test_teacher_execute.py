@@ -81,6 +81,18 @@ def test_a_lost_idle_status_sends_the_request_again():
     assert client.requests == ["r1", "r2"]
 
 
+def test_the_welcome_of_ipykernel_7_repeats_the_request_at_once():
+    """iopub_welcome: подписка установилась только сейчас, статус первого запроса потерян —
+    второй запрос уходит сразу, без 0,2 с тишины, а ответ на первый уже не в счёт."""
+    welcome = {"msg_type": "iopub_welcome", "parent_header": {}, "content": {}}
+    client = ScriptedClient(
+        [reply("r1"), reply("r1"), reply("r2")], [welcome, status("idle", "r2")]
+    )
+    asyncio.run(client.wait_for_ready(timeout=5))
+    assert client.requests == ["r1", "r2"]
+    assert client.iopub.silences == 0 and client.shell.messages == []
+
+
 def test_a_late_reply_to_an_earlier_request_counts():
     """Ядро запускалось дольше секунды: ответ на первый запрос приходит после второго."""
     client = ScriptedClient([None, reply("r1")], [status("busy", "r1"), status("idle", "r1")])
