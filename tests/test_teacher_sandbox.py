@@ -16,7 +16,10 @@ from feedback.teacher.warm import kernel_templates
 
 from notebook_runner import ROOT
 
-pytestmark = pytest.mark.slow
+#: Все тесты песочницы — в одном процессе xdist со своей группой: её процесс берёт её первой и
+#: не успевает загрузить JAX (его многопоточный процесс, порождающий песочницы через fork,
+#: давал предупреждения «os.fork() … JAX is multithreaded»).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
 BWRAP = shutil.which("bwrap") is not None
 needs_bwrap = pytest.mark.skipif(
     not BWRAP and REQUIRE_SANDBOX.read() is not True, reason="нет bubblewrap"
