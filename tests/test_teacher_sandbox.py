@@ -302,6 +302,18 @@ print(len(found), 'MARKER' in ''.join(found))
 print('\\n'.join(found))
 """
 
+PROCESS_UMASKS = """import os
+pids = [p for p in os.listdir('/proc') if p.isdigit()] if SANDBOXED else [str(os.getpid())]
+masks = set()
+for pid in pids:
+    try:
+        lines = open(f'/proc/{pid}/status').read().splitlines()
+    except OSError:
+        continue
+    masks |= {line.split()[1] for line in lines if line.startswith('Umask:')}
+print(sorted(masks))
+"""
+
 
 @pytest.mark.parametrize("start", MODES, indirect=True)
 def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monkeypatch, start):
@@ -314,6 +326,7 @@ def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monk
     execution = run(
         tmp_path,
         f"SANDBOXED = {start['mode'] == 'bwrap'}\n" + PROCESS_TRACES,
+        f"SANDBOXED = {start['mode'] == 'bwrap'}\n" + PROCESS_UMASKS,
         "import os; print(os.getcwd(), oct(os.umask(0)))",
         start=start,
     )
@@ -323,7 +336,10 @@ def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monk
     assert "MARKER" not in seen and "KAGGLE_KEY" not in seen
     # stdout и stderr ядра — не терминал преподавателя: ни tty, ни pty
     assert "/dev/pts" not in seen and "/dev/tty" not in seen
-    cwd, umask = text(execution, 1).split()[:2]
+    # umask 077 у каждого процесса песочницы, начиная с самого bwrap: его ставит Popen
+    # между fork и exec, без кода Python в дочернем процессе
+    assert text(execution, 1).split() == ["['0077']"], text(execution, 1)
+    cwd, umask = text(execution, 2).split()[:2]
     assert cwd == str(tmp_path / "unit" / "home") and umask == "0o77"
 
 

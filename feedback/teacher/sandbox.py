@@ -330,7 +330,9 @@ class SandboxedKernelManager(AsyncKernelManager):
         kw.setdefault("stderr", subprocess.DEVNULL)
         kw["close_fds"] = True
         kw["pass_fds"] = () if self.record_fd is None else (self.record_fd,)
-        kw["preexec_fn"] = _private_umask
+        # umask ставит сам Popen между fork и exec: никакого кода Python в дочернем процессе
+        # (preexec_fn в процессе с потоками, например с загруженным JAX, может зависнуть).
+        kw["umask"] = 0o077
         return await super()._async_pre_start_kernel(**kw)
 
     @property
@@ -386,11 +388,6 @@ def watched_pids(km: Any) -> list[int]:
     process = getattr(km.provisioner, "process", None)
     holder = getattr(process, "holder", None)
     return [pid for pid in (getattr(holder, "pid", None), km.provisioner.pid) if pid]
-
-
-def _private_umask() -> None:
-    """Файлы ядра — только для него самого, а не с umask преподавателя."""
-    os.umask(0o077)
 
 
 def pin_command(cpus: list[int] | tuple[int, ...] = ()) -> list[str]:

@@ -90,7 +90,7 @@ def start_template(profile: str, folder: Path, env_for: EnvFor) -> Template:
             stdout=log,
             stderr=log,
             close_fds=True,
-            preexec_fn=lambda: os.umask(0o077),
+            umask=0o077,
         )
     finally:
         log.close()
@@ -209,7 +209,7 @@ def start_kernel(
             stderr=subprocess.DEVNULL,
             close_fds=True,
             pass_fds=(info_write,),
-            preexec_fn=lambda: os.umask(0o077),
+            umask=0o077,
         )
     finally:
         os.close(info_write)
