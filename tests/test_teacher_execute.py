@@ -93,6 +93,34 @@ def test_the_welcome_of_ipykernel_7_repeats_the_request_at_once():
     assert client.iopub.silences == 0 and client.shell.messages == []
 
 
+class Endless:
+    """Канал, который на каждый вызов отвечает сообщением ``make()``."""
+
+    def __init__(self, make) -> None:
+        self.make = make
+
+    async def get_msg(self, timeout: float | None = None) -> dict:
+        return self.make()
+
+
+def test_an_endless_welcome_still_ends_at_the_deadline():
+    """Ядро, которое на каждый запрос отвечает и снова шлёт приветствие, не держит запуск вечно."""
+    welcome = {"msg_type": "iopub_welcome", "parent_header": {}, "content": {}}
+    client = ScriptedClient([], [])
+    client.shell = Endless(lambda: reply(client.requests[-1]))
+    client.iopub = Endless(lambda: welcome)
+    sent = client.kernel_info
+
+    def kernel_info() -> str:
+        assert len(client.requests) < 1000, "запросы kernel_info без конца: срок не проверяется"
+        return sent()
+
+    client.kernel_info = kernel_info
+    with pytest.raises(RuntimeError, match="didn't respond"):
+        asyncio.run(client.wait_for_ready(timeout=0))
+    assert 1 <= len(client.requests) < 1000
+
+
 def test_a_late_reply_to_an_earlier_request_counts():
     """Ядро запускалось дольше секунды: ответ на первый запрос приходит после второго."""
     client = ScriptedClient([None, reply("r1")], [status("busy", "r1"), status("idle", "r1")])

@@ -16,6 +16,7 @@ import os
 import shutil
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -71,6 +72,14 @@ def _output_size(output: Any) -> int:
 WELCOME = "iopub_welcome"
 
 
+class Idle(Enum):
+    """Чем кончилось чтение IOPub после ответа на ``kernel_info``."""
+
+    READY = "дошёл статус «idle» запроса: ядро готово"
+    WELCOME = "подписка IOPub только что установилась: спросить заново сразу"
+    SILENT = "за 0,2 с статуса не было: спросить заново"
+
+
 class PromptKernelClient(AsyncKernelClient):
     """Клиент ядра, который не выжидает 0,2 с тишины после того, как ядро готово.
 
@@ -94,12 +103,11 @@ class PromptKernelClient(AsyncKernelClient):
             reply = await self._reply(sent, timeout=1)
             if reply is not None:
                 outcome = await self._idle_after(reply["parent_header"]["msg_id"])
-                if outcome is True:
+                if outcome is Idle.READY:
                     self._handle_kernel_info_reply(reply)
                     return
-                if outcome == WELCOME:
+                if outcome is Idle.WELCOME:
                     sent.clear()  # ответы на прежние запросы уже не в счёт: их «idle» потерян
-                    continue
             if not await self.is_alive():
                 raise RuntimeError("Kernel died before replying to kernel_info")
             if time.monotonic() > deadline:
@@ -120,25 +128,21 @@ class PromptKernelClient(AsyncKernelClient):
                 return reply
         return None
 
-    async def _idle_after(self, request: str) -> bool | str:
-        """Читает IOPub до статуса «idle» запроса ``request``.
-
-        ``True`` — дождался; :data:`WELCOME` — подписка только что установилась (спросить
-        заново); ``False`` — не дождался за 0,2 с.
-        """
+    async def _idle_after(self, request: str) -> Idle:
+        """Читает IOPub до статуса «idle» запроса ``request`` (или приветствия, или тишины)."""
         while True:
             try:
                 message = await self.iopub_channel.get_msg(timeout=0.2)
             except Empty:
-                return False
+                return Idle.SILENT
             if message["msg_type"] == WELCOME:
-                return WELCOME
+                return Idle.WELCOME
             if (
                 message["msg_type"] == "status"
                 and message["content"].get("execution_state") == "idle"
                 and message["parent_header"].get("msg_id") == request
             ):
-                return True
+                return Idle.READY
 
 
 class BudgetedClient(NotebookClient):
