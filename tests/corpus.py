@@ -135,6 +135,21 @@ def colab_saved(nb: dict) -> dict:
     return nb
 
 
+def memory_hog(chunk_mib: int = 256, cells: int = 8) -> dict:
+    """Работа 7.2, которая ячейка за ячейкой занимает память — больше бюджета класса.
+
+    По ``chunk_mib`` МиБ в ячейке, а не всё одной ячейкой: на виртуальной машине первая запись
+    в ещё не тронутую память бывает медленной (до ~85 МиБ/с), и одна ячейка на гигабайты
+    упиралась бы в срок ячейки раньше, чем в бюджет памяти. Так бюджет памяти
+    (:func:`class_settings`) кончается раньше срока при любой скорости выше
+    ``chunk_mib`` / срок ячейки.
+    """
+    nb = with_cell(lab2(), "import numpy as np\n\nhog = []")
+    for _ in range(cells):
+        with_cell(nb, f"hog.append(np.ones({chunk_mib} * 1024**2 // 8))")
+    return nb
+
+
 def both(function_points: float, table_points: float = 2) -> dict[str, float]:
     return {"check_compute_num_flops": function_points, "check_final_results": table_points}
 
@@ -470,13 +485,7 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             graded_as=LAB4,
         ),
         # ---------------------------------------------------------------- ресурсы
-        Work(
-            "r72_memory_hog",
-            LAB2,
-            lab2("import numpy as np\nhog = np.ones(4 * 1024**3 // 8)\n\n" + CORRECT),
-            both(0, 0),
-            problem="памяти",
-        ),
+        Work("r72_memory_hog", LAB2, memory_hog(), both(0, 0), problem="памяти"),
         Work(
             "r72_huge_print",
             LAB2,
