@@ -37,7 +37,7 @@ PACKAGE = ROOT / "feedback"
 #: нужно вписать в свой слой.
 LAYERS: dict[str, tuple[str, ...]] = {
     # Основа: только стандартная библиотека; её импортирует любой слой.
-    "base": ("feedback.settings", "feedback.formatting", "feedback.qa_local"),
+    "base": ("feedback.settings", "feedback.formatting", "feedback.qa_local", "feedback.measured"),
     "engine": ("feedback.engine",),
     "gpu": ("feedback.gpu",),
     "labs": ("feedback", "feedback.generation"),
