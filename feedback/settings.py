@@ -373,6 +373,14 @@ GPU_CHECK_XLA = {
     "XLA_FLAGS": "--xla_gpu_enable_command_buffer=",
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
 }
+#: make gpu-check, опыт в пуле размером с T4: распределитель BFC занимает пул заранее, как по
+#: умолчанию в тетрадках; долю пула (XLA_CLIENT_MEM_FRACTION и прежнее имя
+#: XLA_PYTHON_CLIENT_MEM_FRACTION) проверка считает сама — по памяти карты.
+GPU_CHECK_POOL = {"XLA_PYTHON_CLIENT_PREALLOCATE": "true"}
+#: make gpu-check, остальная карта занята другим процессом: распределитель platform — память
+#: по мере надобности, каждый массив прямо у CUDA, без пула и без ожидания освобождения.
+#: (Вариант «BFC без предвыделения» — это GPU_CHECK_XLA.)
+GPU_CHECK_PLATFORM = {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}
 #: Кэш компиляции JAX у ядер оценивания и тестов: кэшировать любые компиляции XLA, даже короткие
 #: и маленькие (у крошечной модели все такие), но без кэшей самого XLA — их путь входит в ключ,
 #: и копия кэша в другой папке не совпала бы.
@@ -387,6 +395,8 @@ LIBRARY_VARIABLES = {
     **QUIET_TENSORFLOW,
     **CPU_ONLY,
     **GPU_CHECK_XLA,
+    **GPU_CHECK_POOL,
+    **GPU_CHECK_PLATFORM,
     **JAX_COMPILATION_CACHE_ENV,
 }
 

@@ -135,6 +135,7 @@ def test_library_variables_are_set_in_one_place():
         "CUDA_VISIBLE_DEVICES",
         "XLA_FLAGS",
         "XLA_PYTHON_CLIENT_PREALLOCATE",
+        "XLA_PYTHON_CLIENT_ALLOCATOR",
         *settings.JAX_COMPILATION_CACHE_ENV,
     }
     assert all(LIBRARY_NAME.match(name) for name in settings.LIBRARY_VARIABLES)

@@ -1,224 +1,221 @@
-"""``make gpu-check``: путь лабораторной 7.5 на настоящей архитектуре Gemma 3 на CUDA.
+"""``make gpu-check``: опыты лабораторных с памятью на настоящей архитектуре Gemma 3 в памяти T4.
 
-Строит Gemma-4B (или 1B) той же архитектуры со случайными весами — скачивать ничего не
-нужно, — загружает её в bfloat16, включает LoRA ранга 4 и делает несколько шагов AdamW
-с накоплением градиентов. Печатает пиковую память GPU и время шага рядом с оценкой по
-формулам лабораторной 7.4 для той же конфигурации. Без видеокарты честно сообщает, что
-проверка не запускалась (``--config tiny`` гоняет тот же путь на процессоре для тестов).
+Запускает то, что делают сами лабораторные, на Gemma 3 4B и 1B со случайными весами
+(скачивать ничего не нужно): загрузку весов 7.3 во float32 (три распределителя XLA рядом —
+какой из них даёт ошибку быстро, а какой молча ждёт), обучение 7.5 (bfloat16 + LoRA, батч 1),
+опыты 7.6 (батч 8 длины 400 и батч 1 × накопление 8) и генерацию 7.1 (токены в секунду по
+вычисленным шагам). Каждый опыт — отдельный процесс с памятью одной T4 и сроком; на большой
+карте — по нескольку сразу. Печатает таблицу, рисует график и пишет запись измерения
+(:mod:`feedback.measured`) с происхождением. Без видеокарты сообщает, что не запускалась;
+``--config tiny`` гоняет ту же программу на процессоре с крошечной Gemma (для тестов).
 """
 
 from __future__ import annotations
 
 import argparse
+import platform
+import subprocess
 import sys
-import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, distributions, version
+from pathlib import Path
 
-from feedback.formatting import bytes_to_gb, format_gib, format_number, format_plain, plural
-from feedback.gpu.tiny_gemma import BACKBONE_CONFIG
-from feedback.settings import GPU_CHECK_XLA, default_keras_backend, set_defaults
+from feedback.formatting import format_plain
+from feedback.gpu.check_card import Card, Holder, NoHolder, cuda_card
+from feedback.gpu.check_experiments import (
+    CONFIGS,
+    CONTEXT_RESERVE,
+    LAB_OPTIMIZER,
+    Experiment,
+    lab_experiments,
+    tiny_experiments,
+)
+from feedback.gpu.check_report import (
+    chart,
+    fast_wall,
+    file_stem,
+    outcome_text,
+    record,
+    table,
+    write_atomic,
+    write_record,
+)
+from feedback.gpu.check_runner import Outcome, Runner
+from feedback.measured import Provenance
 
-#: Оптимизатор AdamW лабораторной 7.5 (те же числа тетрадка 7.6 показывает открыто) — тот же,
-#: что ждут их проверки. Эталон этих чисел — feedback/answers/accumulation.py: GPU-среда
-#: эталонов не импортирует, а совпадение с ним проверяет tests/test_gpu_check.py.
-LAB_OPTIMIZER = {
-    "learning_rate": 5e-5,
-    "weight_decay": 0.01,
-    "beta_1": 0.9,
-    "beta_2": 0.95,
-    "epsilon": 1e-6,
-    "clipnorm": 0.5,
-}
+__all__ = ["CONFIGS", "LAB_OPTIMIZER", "main", "provenance"]
 
-#: Конфигурации Gemma 3 (текстовые) для keras_hub.models.Gemma3Backbone. Переключатели
-#: архитектуры (нормы, скользящее окно, GQA) — те же, что у крошечной модели курса.
-CONFIGS = {
-    "tiny": BACKBONE_CONFIG,
-    "4b": {
-        **BACKBONE_CONFIG,
-        "vocabulary_size": 262_144,
-        "num_layers": 34,
-        "num_query_heads": 8,
-        "num_key_value_heads": 4,
-        "hidden_dim": 2560,
-        "intermediate_dim": 10_240,
-        "head_dim": 256,
-    },
-    "1b": {
-        **BACKBONE_CONFIG,
-        "vocabulary_size": 262_144,
-        "num_layers": 26,
-        "num_query_heads": 4,
-        "num_key_value_heads": 1,
-        "hidden_dim": 1152,
-        "intermediate_dim": 6912,
-        "head_dim": 256,
-        "sliding_window_size": 512,
-        "global_rope_scaling_factor": 1.0,
-    },
-}
+ROOT = Path(__file__).resolve().parents[2]
+#: Папка результатов по умолчанию (рядом с рабочей папкой оценивания, вне git).
+DEFAULT_OUT = ROOT / ".course-work" / "gpu-check"
+#: Срок всей проверки, секунд: 8 минут на одной видеокарте.
+DEFAULT_TIME_LIMIT = 480
+NO_GPU = (
+    "Видеокарта CUDA не найдена: проверка gpu-check не запускалась. Запустите `make gpu-check` "
+    "на машине с GPU и jax с CUDA (или `--config tiny` — та же программа на процессоре)."
+)
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """Оценка памяти обучения по формулам лабораторной 7.4 (ГиБ по статьям)."""
-
-    items: dict[str, float]
-
-    @property
-    def total(self) -> float:
-        return sum(self.items.values())
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "нет"
 
 
-def estimate_lora_training(
-    total_params: int,
-    trainable_params: int,
-    batch_size: int,
-    seq_len: int,
-    num_layers: int,
-    hidden_dim: int,
-    accumulation: bool,
-) -> Estimate:
-    """Веса bf16 + вход int32 + активации bf16 + градиенты и Adam для LoRA во float32."""
-    items = {
-        "Веса (bfloat16)": bytes_to_gb((total_params - trainable_params) * 2),
-        "Веса LoRA (float32)": bytes_to_gb(trainable_params * 4),
-        "Входные данные (int32)": bytes_to_gb(batch_size * seq_len * 4),
-        "Активации (упрощённо)": bytes_to_gb(batch_size * seq_len * num_layers * hidden_dim * 2),
-        "Градиенты LoRA (float32)": bytes_to_gb(trainable_params * 4),
-        "Состояние Adam для LoRA": bytes_to_gb(2 * trainable_params * 4),
-    }
-    if accumulation:
-        items["Буфер накопления (float32)"] = bytes_to_gb(trainable_params * 4)
-    return Estimate(items)
+def _jax_plugin() -> str:
+    """Пакет CUDA для jax (``jax-cuda13-plugin 0.11.2``) или пустая строка."""
+    for distribution in distributions():
+        name = distribution.metadata.get("Name", "") or ""
+        if name.lower().replace("_", "-").startswith("jax-cuda") and "plugin" in name.lower():
+            return f"{name} {distribution.version}"
+    return ""
 
 
-def _setup_environment() -> None:
-    default_keras_backend()
-    set_defaults(GPU_CHECK_XLA)
-
-
-def _gpu_device():
-    import jax
-
-    gpus = [device for device in jax.devices() if device.platform == "gpu"]
-    return gpus[0] if gpus else None
-
-
-def run(config_name: str, steps: int, accumulation: int, seq_len: int, rank: int = 4) -> dict:
-    """Строит модель, обучает ``steps`` микробатчей и возвращает замеры."""
-    _setup_environment()
-    import keras
-    import keras_hub
-    import numpy as np
-
-    keras.utils.set_random_seed(812)
-    config = CONFIGS[config_name]
-    backbone = keras_hub.models.Gemma3Backbone(**config, dtype="bfloat16")
-    model = keras_hub.models.Gemma3CausalLM(backbone=backbone, preprocessor=None)
-    backbone.enable_lora(rank=rank)
-    optimizer = keras.optimizers.AdamW(
-        **LAB_OPTIMIZER,
-        gradient_accumulation_steps=accumulation if accumulation > 1 else None,
-    )
-    model.compile(
-        optimizer=optimizer,
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
-    rng = np.random.default_rng(812)
-    tokens = rng.integers(0, config["vocabulary_size"], size=(steps, seq_len + 1), dtype="int32")
-    x = {"token_ids": tokens[:, :-1], "padding_mask": np.ones((steps, seq_len), dtype="int32")}
-    y = tokens[:, 1:]
-
-    times: list[float] = []
-
-    class StepTimer(keras.callbacks.Callback):
-        def on_train_batch_begin(self, batch, logs=None):
-            self.started = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            times.append(time.perf_counter() - self.started)
-
-    model.fit(x, y, batch_size=1, epochs=1, verbose=0, callbacks=[StepTimer()])
-    device = _gpu_device()
-    peak = None
-    if device is not None:
-        peak = (device.memory_stats() or {}).get("peak_bytes_in_use")
-    trainable = sum(int(np.prod(w.shape)) for w in backbone.trainable_weights)
-    total = sum(int(np.prod(w.shape)) for w in backbone.weights)
-    return {
-        "config": config_name,
-        "device": getattr(device, "device_kind", "CPU") if device else "CPU",
-        "total_params": total,
-        "trainable_params": trainable,
-        "first_step_s": times[0],
-        "step_s": sum(times[1:]) / max(len(times) - 1, 1),
-        "peak_bytes": peak,
-        "iterations": int(keras.ops.convert_to_numpy(optimizer.iterations)),
-        "estimate": estimate_lora_training(
-            total,
-            trainable,
-            1,
-            seq_len,
-            config["num_layers"],
-            config["hidden_dim"],
-            accumulation > 1,
-        ),
-    }
-
-
-def _two_decimals(value: float) -> str:
-    return format_plain(value, 2)
-
-
-def report(result: dict) -> str:
-    """Текстовый отчёт: замеры рядом с оценкой лабораторной 7.4."""
-    lines = [
-        f"Конфигурация: Gemma 3 {result['config']}, устройство: {result['device']}",
-        f"Параметров: {format_number(result['total_params'])}, "
-        f"обучаемых (LoRA): {format_number(result['trainable_params'])}",
-        f"Шагов оптимизатора: {result['iterations']}",
-        f"Первый шаг (с компиляцией XLA): {format_plain(result['first_step_s'], 2)} с; "
-        f"следующие: {format_plain(result['step_s'], 3)} с на микробатч",
-        "Оценка по формулам лабораторной 7.4:",
-    ]
-    estimate = result["estimate"]
-    width = max(len(name) for name in estimate.items)
-    lines += [f"  {name:<{width}}  {format_gib(gib)}" for name, gib in estimate.items.items()]
-    lines.append(f"  {'Итого':<{width}}  {format_gib(estimate.total)}")
-    peak = result["peak_bytes"]
-    if peak is None:
-        lines.append("Пиковая память GPU: не измерена (нет видеокарты).")
-    else:
-        measured = bytes_to_gb(peak)
-        lines.append(
-            f"Пиковая память GPU (замер): {format_gib(measured)} — "
-            f"в {plural(measured / estimate.total, 'раз', 'раза', 'раз', _two_decimals)} "
-            "больше оценки: формула "
-            "лабораторной 7.4 занижает активации и не учитывает временные буферы XLA."
+def _commit() -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
-    return "\n".join(lines)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def main(argv: list[str] | None = None) -> int:
+def provenance(card: Card | None, slots: int, argv: Sequence[str]) -> Provenance:
+    """Откуда замеры: карта, драйвер, версии, дата и как эмулировалась T4."""
+    emulation = (
+        "pool rows: an XLA BFC pool of the row's budget, preallocated, with "
+        "XLA_CLIENT_MEM_FRACTION and XLA_PYTHON_CLIENT_MEM_FRACTION = budget / card memory "
+        "(15 060 MiB = a T4 less the CUDA context for 7.1/7.5/7.6, 13 824 MiB = 0.9 of a T4 as "
+        f"lab 7.3 sets it), up to {slots} processes at once; held rows: one process on the card, "
+        "a holder process (CUDA driver cuMemAlloc via ctypes) took all the card but the budget "
+        f"+ {CONTEXT_RESERVE // 2**20} MiB for the experiment's CUDA context, allocator BFC "
+        "with XLA_PYTHON_CLIENT_PREALLOCATE=false or "
+        "XLA_PYTHON_CLIENT_ALLOCATOR=platform"
+    )
+    method = (
+        "python -m feedback.gpu.check: Gemma3Backbone(**CONFIGS[config], dtype) with random "
+        "weights; load rows: the backbone only; train rows: Gemma3CausalLM(preprocessor=None), "
+        "enable_lora(4), AdamW(LAB_OPTIMIZER), keras.Model.fit on random token ids; generate "
+        "rows: greedy make_generate_function on a prompt padded to a multiple of 16, "
+        "tokens/s over the computed steps; peak = jax memory_stats()['peak_bytes_in_use']; "
+        "each experiment in its own process with a wall-clock timeout"
+    )
+    command = " ".join(["python -m feedback.gpu.check", *argv]).strip()
+    commit = _commit()
+    return Provenance(
+        date=datetime.now(UTC).date().isoformat(),
+        gpu=card.name if card else "CPU",
+        gpu_memory_mib=card.total_mib if card else 0,
+        driver=card.driver if card else "",
+        python=platform.python_version(),
+        jax=_version("jax"),
+        jax_plugin=_jax_plugin(),
+        keras=_version("keras"),
+        keras_hub=_version("keras-hub"),
+        t4_emulation=emulation if card else "none: CPU, tiny Gemma (--config tiny)",
+        method=method,
+        source=f"{command}" + (f", commit {commit}" if commit else ""),
+    )
+
+
+def _select(experiments: Sequence[Experiment], only: str | None) -> list[Experiment]:
+    if not only:
+        return list(experiments)
+    wanted = [name.strip() for name in only.split(",") if name.strip()]
+    known = {experiment.name for experiment in experiments}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise SystemExit(f"Неизвестные опыты: {', '.join(unknown)}. Есть: {', '.join(known)}.")
+    return [experiment for experiment in experiments if experiment.name in wanted]
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m feedback.gpu.check", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--config", choices=sorted(CONFIGS), default="4b")
-    parser.add_argument("--steps", type=int, default=16, help="микробатчей (по 1 примеру)")
-    parser.add_argument("--accumulation", type=int, default=8)
-    parser.add_argument("--seq-len", type=int, default=400)
-    args = parser.parse_args(argv)
-    _setup_environment()
-    if args.config != "tiny" and _gpu_device() is None:
-        print(
-            "Видеокарта CUDA не найдена: проверка gpu-check не запускалась. "
-            "Запустите `make gpu-check` на машине с GPU (или `--config tiny` для пробы на CPU)."
-        )
+    parser.add_argument(
+        "--config",
+        choices=("real", "tiny"),
+        default="real",
+        help="real — Gemma 3 4B и 1B на видеокарте; tiny — крошечная Gemma на процессоре",
+    )
+    parser.add_argument("--only", help="только эти опыты, через запятую (имена — в --list)")
+    parser.add_argument("--list", action="store_true", help="перечислить опыты и выйти")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"папка результатов ({DEFAULT_OUT})"
+    )
+    parser.add_argument(
+        "--slots", type=int, help="сколько опытов с пулом сразу (по умолчанию — сколько поместится)"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        help=f"срок всей проверки, секунд ({DEFAULT_TIME_LIMIT})",
+    )
+    return parser
+
+
+def _progress(outcome: Outcome) -> None:
+    print(f"  {outcome.experiment.title}: {outcome_text(outcome)}", flush=True)
+
+
+def main(
+    argv: list[str] | None = None,
+    probe: Callable[[], Card | None] = cuda_card,
+    holder: object | None = None,
+) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    tiny = args.config == "tiny"
+    experiments = _select(tiny_experiments() if tiny else lab_experiments(), args.only)
+    if args.list:
+        for experiment in experiments:
+            print(f"{experiment.name:<18} {experiment.title} (срок {experiment.timeout_s:.0f} с)")
         return 0
-    result = run(args.config, args.steps, args.accumulation, args.seq_len)
-    print(report(result))
-    return 0
+    card = None if tiny else probe()
+    if card is None and not tiny:
+        print(NO_GPU)
+        return 0
+    if holder is None:
+        holder = NoHolder() if card is None else Holder()
+    stem_dir = args.out
+    stem_dir.mkdir(parents=True, exist_ok=True)
+    runner = Runner(stem_dir / "work", card, holder, args.slots, args.time_limit, on_done=_progress)
+    slots = runner.slots_for(experiments)
+    where = f"{card.name}, {format_plain(card.total_bytes / 1024**3, 1)} ГиБ" if card else "CPU"
+    print(
+        f"gpu-check: {len(experiments)} опытов на {where}; с пулом T4 — до {slots} сразу, "
+        f"«карта занята» — по одному; срок всей проверки {args.time_limit:.0f} с.",
+        flush=True,
+    )
+    outcomes = runner.run(experiments)
+    origin = provenance(card, slots, argv)
+    stem = file_stem(origin, tiny)
+    text = table(outcomes)
+    verdict = fast_wall(outcomes)
+    print()
+    print(text)
+    if verdict:
+        print()
+        print(verdict)
+    write_atomic(stem_dir / f"{stem}.txt", text + ("\n\n" + verdict if verdict else "") + "\n")
+    write_record(stem_dir / f"{stem}.json", record(origin, outcomes))
+    chart(stem_dir / f"{stem}.png", outcomes, origin.label())
+    errors = [o for o in outcomes if o.status == "error"]
+    if errors:
+        write_atomic(
+            stem_dir / f"{stem}-errors.txt",
+            "\n".join(f"{o.experiment.name}: {o.note}" for o in errors) + "\n",
+        )
+    print(f"\nЗапись: {stem_dir / (stem + '.json')}; график: {stem_dir / (stem + '.png')}.")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
