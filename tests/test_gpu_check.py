@@ -1,17 +1,92 @@
-"""make gpu-check: оценка по формулам 7.4, честный отказ без GPU и путь 7.5 на CPU."""
+"""make gpu-check: опыты лабораторных в процессах с памятью T4 — на CPU и с поддельной картой.
+
+Поддельная карта (:class:`Card` с любыми числами), поддельный держатель и опыт ``fake``
+(«занимает» заданный пик в бюджете и спит) проверяют логику бюджета без видеокарты: пик сверх
+бюджета — стена, молчание до срока — «завис», большая карта идёт слотами сразу, карта на 16 ГБ —
+по одному. Настоящая программа опытов на крошечной Gemma — в медленном тесте.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 
+from feedback import measured
 from feedback.answers.accumulation import LAB_HYPERPARAMETERS, LR_LAB_7_5
+from feedback.generation.prompts import LENGTH_STEP
 from feedback.gpu import check as gpu_check
+from feedback.gpu.check_card import Card, Held, NoHolder, plan_slots, pool_fraction
+from feedback.gpu.check_experiments import (
+    CONTEXT_RESERVE,
+    LAB_7_3_POOL,
+    T4_USABLE,
+    Experiment,
+    WorkerResult,
+    lab_experiments,
+    tiny_experiments,
+)
+from feedback.gpu.check_report import (
+    chart,
+    estimate_lora_training,
+    fast_wall,
+    record,
+    table,
+    write_record,
+)
+from feedback.gpu.check_runner import Outcome, Runner, classify, experiment_env
 
-#: Один процесс xdist на модули с keras и крошечной Gemma в самом процессе тестов: импорт
-#: TensorFlow стоит секунды процессора, а скомпилированные программы JAX остаются в процессе.
-pytestmark = pytest.mark.xdist_group("keras_in_process")
+MIB = 1024**2
+H200 = Card("NVIDIA H200 (поддельная)", 143_771 * MIB, 143_000 * MIB, "580.159.04")
+T4 = Card("Tesla T4 (поддельная)", 15_360 * MIB, 15_100 * MIB, "550.54.15")
+
+
+def fake(name: str, peak_gib: float = 1.0, sleep: float = 0.0, **changes) -> Experiment:
+    """Поддельный опыт: пик ``peak_gib`` ГиБ в бюджете T4, сон ``sleep`` секунд."""
+    fields = dict(
+        name=name,
+        lab="7.6",
+        title=f"поддельный {name}",
+        kind="fake",
+        config="tiny",
+        dtype="bfloat16",
+        budget_bytes=T4_USABLE,
+        timeout_s=20.0,
+        fake_peak_bytes=int(peak_gib * 1024**3),
+        fake_sleep_s=sleep,
+    )
+    fields.update(changes)
+    return Experiment(**fields)
+
+
+class RecordingHolder:
+    """Поддельный держатель: помнит, сколько памяти просили оставить и когда держал."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.spans: list[tuple[float, float]] = []
+
+    @contextmanager
+    def hold(self, leave_free: int):
+        started = time.monotonic()
+        self.calls.append(leave_free)
+        yield Held(H200.total_bytes - leave_free, leave_free)
+        self.spans.append((started, time.monotonic()))
+
+
+def overlap(a, b) -> bool:
+    return a.started < b.ended and b.started < a.ended
+
+
+# --------------------------------------------------------------------------- без процессов
 
 
 def test_estimate_uses_lab_7_4_formulas():
-    estimate = gpu_check.estimate_lora_training(
+    estimate = estimate_lora_training(
         total_params=3_880_099_328 + 4_000_000,
         trainable_params=4_000_000,
         batch_size=1,
@@ -33,19 +108,195 @@ def test_the_optimizer_is_the_one_the_lab_checks_expect():
     assert gpu_check.LAB_OPTIMIZER == {"learning_rate": LR_LAB_7_5, **LAB_HYPERPARAMETERS}
 
 
-def test_without_gpu_it_says_it_did_not_run(capsys, monkeypatch):
-    pytest.importorskip("jax")
-    monkeypatch.setattr(gpu_check, "_gpu_device", lambda: None)
-    assert gpu_check.main([]) == 0
+def test_without_gpu_it_says_it_did_not_run(capsys, tmp_path):
+    assert gpu_check.main(["--out", str(tmp_path)], probe=lambda: None) == 0
     assert "не запускалась" in capsys.readouterr().out
+    assert not any(tmp_path.iterdir())
 
 
-@pytest.mark.slow  # строит крошечную Gemma и обучает её в процессе тестов
-def test_tiny_run_on_cpu_reports_counts_steps_and_estimate():
+def test_the_real_probe_finds_no_card_here_or_a_real_one():
+    card = gpu_check.cuda_card()
+    assert card is None or (card.total_bytes >= card.free_bytes > 0 and card.name)
+
+
+def test_slots_big_card_runs_eight_t4_a_16_gb_card_one():
+    assert plan_slots(H200, T4_USABLE) == 8
+    assert plan_slots(T4, T4_USABLE) == 1
+    # Пул считается от всей памяти карты: 15 060 МиБ H200 — та же доля, что в записи курса.
+    assert float(pool_fraction(H200, T4_USABLE)) == pytest.approx(0.10475, abs=1e-5)
+    assert float(pool_fraction(T4, 2 * T4.total_bytes)) == 1.0
+
+
+def test_the_lab_experiments_are_the_issue_s():
+    by_name = {experiment.name: experiment for experiment in lab_experiments()}
+    assert by_name["b8_t4"].batch == 8 and by_name["b8_t4"].seq_len == 400
+    assert by_name["acc8_t4"].batch == 1 and by_name["acc8_t4"].accumulation == 8
+    assert by_name["b1_t4"].lab == "7.5" and by_name["b1_t4"].dtype == "bfloat16"
+    assert {by_name["gen_1b"].config, by_name["gen_4b"].config} == {"1b", "4b"}
+    loads = [e for e in by_name.values() if e.kind == "load"]
+    assert all(e.dtype == "float32" and e.config == "4b" for e in loads)
+    # Три распределителя при одном бюджете 7.3: пул BFC, BFC по мере надобности, platform.
+    same_budget = {
+        (e.emulation, e.allocator, e.preallocate) for e in loads if e.budget_bytes == LAB_7_3_POOL
+    }
+    assert same_budget == {
+        ("pool", "bfc", True),
+        ("held", "bfc", False),
+        ("held", "platform", False),
+    }
+    assert all(e.timeout_s <= 90 for e in loads)
+    assert [e.name for e in tiny_experiments()] == list(by_name)
+    assert {e.config for e in tiny_experiments()} == {"tiny"}
+
+
+@pytest.mark.parametrize("prompt", [1, 10, 16, 17, 40])
+def test_generation_counts_the_steps_up_to_the_padded_length(prompt):
+    """Как в 7.1: запрос округлён вверх до LENGTH_STEP, сэмплер считает до max_length."""
+    experiment = replace(lab_experiments()[-1], prompt_tokens=prompt, new_tokens=50)
+    padded = math.ceil(prompt / LENGTH_STEP) * LENGTH_STEP
+    assert experiment.max_length == padded + 50
+    assert experiment.computed_steps == padded + 50 - prompt
+
+
+def test_classify_result():
+    assert classify(None) == "stall"
+    assert classify(WorkerResult(ok=True)) == "fits"
+    oom = "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1 bytes"
+    assert classify(WorkerResult(error=oom)) == "wall"
+    assert classify(WorkerResult(error="ValueError: не тот батч")) == "error"
+
+
+def test_environment_of_each_way_to_emulate_a_t4():
+    pool, held_bfc, held_platform = (
+        e for e in lab_experiments() if e.kind == "load" and e.budget_bytes == LAB_7_3_POOL
+    )
+    user = {"XLA_PYTHON_CLIENT_MEM_FRACTION": ".95", "XLA_PYTHON_CLIENT_ALLOCATOR": "cuda_async"}
+    env, fraction = experiment_env(pool, H200, user)
+    assert env["XLA_CLIENT_MEM_FRACTION"] == env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == fraction
+    assert float(fraction) * H200.total_bytes == pytest.approx(LAB_7_3_POOL, rel=1e-5)
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+    assert "XLA_PYTHON_CLIENT_ALLOCATOR" not in env
+    env, fraction = experiment_env(held_bfc, H200, user)
+    assert fraction is None and "XLA_PYTHON_CLIENT_MEM_FRACTION" not in env
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert "XLA_PYTHON_CLIENT_ALLOCATOR" not in env
+    env, _ = experiment_env(held_platform, H200, user)
+    assert env["XLA_PYTHON_CLIENT_ALLOCATOR"] == "platform"
+    env, fraction = experiment_env(pool, None, user)
+    assert env["JAX_PLATFORMS"] == "cpu" and fraction is None
+
+
+# --------------------------------------------------------------------------- процессы
+
+
+def test_a_peak_over_the_budget_is_a_wall_and_silence_is_a_stall(tmp_path):
+    experiments = [
+        fake("fits", peak_gib=9.5),
+        fake("wall", peak_gib=21.9),
+        fake("stall", sleep=60, timeout_s=1.0),
+    ]
+    started = time.monotonic()
+    outcomes = Runner(tmp_path, H200, RecordingHolder()).run(experiments)
+    assert time.monotonic() - started < 2.5  # зависший опыт остановлен по сроку
+    fits, wall, stall = outcomes
+    assert (fits.status, wall.status, stall.status) == ("fits", "wall", "stall")
+    assert fits.result.peak_bytes == int(9.5 * 1024**3)
+    assert "RESOURCE_EXHAUSTED" in wall.result.error and wall.seconds < 1
+    assert 0.5 <= stall.seconds <= 2.0 and stall.result is None
+    text = table(outcomes)
+    assert "стена: ошибка через" in text and "стена без ошибки / завис:" in text
+    assert "помещается" in text and "9,5" in text
+
+
+def test_a_big_card_runs_slots_at_once_a_16_gb_card_one_by_one(tmp_path):
+    experiments = [fake("a", sleep=0.4), fake("b", sleep=0.4)]
+    together = Runner(tmp_path / "h200", H200, RecordingHolder()).run(experiments)
+    assert overlap(*together)
+    alone = Runner(tmp_path / "t4", T4, RecordingHolder()).run(experiments)
+    assert not overlap(*alone)
+
+
+def test_held_experiments_run_alone_inside_the_holder(tmp_path):
+    holder = RecordingHolder()
+    pooled = fake("pooled", sleep=0.3)
+    held = fake("held", sleep=0.3, emulation="held", allocator="platform", preallocate=False)
+    outcomes = Runner(tmp_path, H200, holder).run([held, pooled])
+    assert [o.experiment.name for o in outcomes] == ["held", "pooled"]
+    assert holder.calls == [T4_USABLE + CONTEXT_RESERVE]
+    (span,) = holder.spans
+    held_outcome, pooled_outcome = outcomes
+    assert span[0] <= held_outcome.started and held_outcome.ended <= span[1]
+    assert not overlap(held_outcome, pooled_outcome)
+    assert held_outcome.held.free_bytes == T4_USABLE + CONTEXT_RESERVE
+    assert held_outcome.mem_fraction is None and pooled_outcome.mem_fraction is not None
+
+
+def test_the_whole_check_keeps_its_time_limit(tmp_path):
+    experiments = [fake("slow", sleep=60), fake("late", sleep=60)]
+    outcomes = Runner(tmp_path, T4, NoHolder(), time_limit=1.5).run(experiments)
+    slow, late = outcomes
+    assert slow.status == "stall" and "срок всей проверки" in slow.note
+    assert late.status == "error" and "не запускался" in late.note
+
+
+def test_record_is_the_course_format_and_the_chart_is_drawn(tmp_path):
+    experiments = [fake("fits", peak_gib=9.5), fake("wall", peak_gib=21.9), fake("stall")]
+    results = [
+        WorkerResult(ok=True, peak_bytes=int(9.5 * 1024**3), weights_bytes=7 * 1024**3),
+        WorkerResult(error="XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory", elapsed_s=12.3),
+        None,
+    ]
+    outcomes = [
+        Outcome(e, classify(r), r.elapsed_s if r else 75.0, r, "0.104750", None, 0, "", 0.0, 1.0)
+        for e, r in zip(experiments, results, strict=True)
+    ]
+    origin = gpu_check.provenance(H200, 8, ["--only", "fits"])
+    path = tmp_path / "record.json"
+    write_record(path, record(origin, outcomes))
+    loaded = measured.load_record(path)
+    assert loaded.provenance.gpu == H200.name and loaded.provenance.gpu_memory_mib == 143_771
+    assert loaded.provenance.driver == "580.159.04"
+    assert [row.outcome for row in loaded.rows] == ["fits", "wall", "stall"]
+    assert loaded.row("fits").peak_bytes == int(9.5 * 1024**3)
+    assert loaded.row("wall").peak_bytes is None and loaded.row("wall").wall_after_s is not None
+    assert loaded.row("stall").wall_after_s == 75.0 and loaded.row("wall").wall_after_s == 12.3
+    assert loaded.row("fits").pool == "t4" and loaded.row("fits").mem_fraction
+    assert set(json.loads(path.read_text(encoding="utf-8"))) == {"provenance", "rows"}
+    chart(tmp_path / "chart.png", outcomes, origin.label())
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fast_wall_names_the_allocator_that_fails_fast():
+    pool, held_bfc, platform = (e for e in lab_experiments() if e.budget_bytes == LAB_7_3_POOL)
+
+    def outcome(experiment, status, seconds):
+        return Outcome(experiment, status, seconds, None, None, None, 0, "", 0.0, seconds)
+
+    stalls = [outcome(pool, "stall", 90.0), outcome(held_bfc, "wall", 75.0)]
+    assert fast_wall(stalls).startswith("Ни один")
+    verdict = fast_wall([*stalls, outcome(platform, "wall", 12.5)])
+    assert platform.title in verdict and pool.title not in verdict and "12,5 с" in verdict
+
+
+# --------------------------------------------------------------------------- крошечная Gemma
+
+
+@pytest.mark.slow  # два процесса с keras и крошечной Gemma: 1 × 8 и генерация (≈ 40 с)
+def test_tiny_check_runs_the_lab_experiments_on_cpu(tmp_path, capsys):
     pytest.importorskip("keras_hub")
-    result = gpu_check.run("tiny", steps=4, accumulation=2, seq_len=32)
-    assert result["iterations"] == 2  # 4 микробатча / накопление 2
-    assert 0 < result["trainable_params"] < result["total_params"]
-    text = gpu_check.report(result)
-    assert "Шагов оптимизатора: 2" in text and "Итого" in text
-    assert "не измерена" in text
+    argv = ["--config", "tiny", "--only", "acc8_t4,gen_1b"]
+    assert gpu_check.main([*argv, "--out", str(tmp_path), "--slots", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Опыт" in out and "Первый шаг (компиляция)" in out
+    (json_path,) = tmp_path.glob("*-cpu-tiny.json")
+    assert json_path.with_suffix(".png").exists() and json_path.with_suffix(".txt").exists()
+    loaded = measured.load_record(json_path)
+    assert [row.name for row in loaded.rows] == ["acc8_t4", "gen_1b"]
+    assert {row.outcome for row in loaded.rows} == {"fits"}
+    accumulation = loaded.row("acc8_t4")
+    assert "2 optimizer updates, 16 micro-steps" in accumulation.note
+    assert accumulation.step_s > 0 and accumulation.first_step_s > 0
+    generation = loaded.row("gen_1b")
+    assert generation.seq_len == 16 + 8 and "14 computed steps" in generation.note
+    assert generation.step_s > 0 and generation.first_step_s > 0
+    assert not generation.weights_only and loaded.provenance.gpu == "CPU"

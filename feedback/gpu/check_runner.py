@@ -41,7 +41,7 @@ from feedback.settings import (
 STATUSES = ("fits", "wall", "stall", "error")
 #: Как часто проверяются процессы опытов (секунд).
 POLL_S = 0.1
-#: Меньше этого срока (секунд) опыт не запускается: вышло время всей проверки.
+#: Если до конца срока всей проверки меньше этого (секунд), опыт уже не запускается.
 MIN_TIMEOUT_S = 1.0
 #: Признаки нехватки памяти в ошибке опыта (XLA, CUDA, имитация тестов).
 OUT_OF_MEMORY_MARKS = ("resource_exhausted", "out of memory", "out_of_memory")
@@ -221,7 +221,7 @@ class Runner:
     def _launch(self, experiment: Experiment, held: Held | None) -> _Running | Outcome:
         now = time.monotonic()
         timeout = min(experiment.timeout_s, self.deadline - now)
-        if timeout < MIN_TIMEOUT_S:
+        if self.deadline - now < MIN_TIMEOUT_S:
             note = "не запускался: вышел срок всей проверки (--time-limit)"
             return Outcome(experiment, "error", 0.0, None, None, held, 0, note, now, now)
         spec = self.workdir / f"{experiment.name}.experiment.json"
