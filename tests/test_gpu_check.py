@@ -208,6 +208,16 @@ def test_a_peak_over_the_budget_is_a_wall_and_silence_is_a_stall(tmp_path):
     assert "помещается" in text and "9,5" in text
 
 
+def test_a_process_aborted_on_memory_is_a_wall_other_crashes_are_errors(tmp_path):
+    experiments = [
+        fake("aborted", peak_gib=21.9, fake_abort=True),
+        fake("broken", kind="fake", fake_sleep_s="не число"),
+    ]
+    aborted, broken = Runner(tmp_path, H200, RecordingHolder()).run(experiments)
+    assert aborted.status == "wall" and "кодом 134" in aborted.note and aborted.result is None
+    assert broken.status == "error"
+
+
 def test_a_big_card_runs_slots_at_once_a_16_gb_card_one_by_one(tmp_path):
     experiments = [fake("a", sleep=0.4), fake("b", sleep=0.4)]
     together = Runner(tmp_path / "h200", H200, RecordingHolder()).run(experiments)

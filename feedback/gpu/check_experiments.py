@@ -9,7 +9,8 @@ Gemma 3 со случайными весами (скачивать ничего 
 
 Исполнитель пишет итог (:class:`WorkerResult`) в файл; ошибку нехватки памяти он не
 толкует — это дело проверки (:func:`feedback.gpu.check.classify`). Опыт ``fake`` — для
-тестов: «занимает» заданный пик в заданном бюджете и спит, не трогая ни jax, ни keras.
+тестов: «занимает» заданный пик в заданном бюджете и спит (или обрывает процесс, как XLA),
+не трогая ни jax, ни keras.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class Experiment:
     repeats: int = 0
     fake_peak_bytes: int = 0
     fake_sleep_s: float = 0.0
+    fake_abort: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS or self.emulation not in EMULATIONS:
@@ -246,7 +248,9 @@ class WorkerResult:
 
     ``elapsed_s`` — секунды от начала опыта (после импортов) до итога или ошибки;
     ``weights_bytes`` — память после сборки модели; ``free_at_start_bytes`` — свободная
-    память карты, которую опыт увидел после запуска jax (что ему досталось).
+    память карты, которую опыт увидел после запуска jax (что ему досталось);
+    ``driver_used_bytes`` — насколько она уменьшилась к концу опыта по словам драйвера CUDA
+    (распределитель ``platform`` статистики памяти JAX не ведёт).
     """
 
     ok: bool = False
@@ -260,6 +264,7 @@ class WorkerResult:
     peak_bytes: int | None = None
     limit_bytes: int | None = None
     free_at_start_bytes: int | None = None
+    driver_used_bytes: int | None = None
     first_step_s: float | None = None
     step_s: float | None = None
     steps: int | None = None
@@ -388,10 +393,14 @@ def _fake(experiment: Experiment, result: WorkerResult) -> None:
     """Опыт для тестов: пик ``fake_peak_bytes`` в бюджете ``budget_bytes`` и сон."""
     time.sleep(experiment.fake_sleep_s)
     if experiment.fake_peak_bytes > experiment.budget_bytes:
-        raise MemoryError(
+        message = (
             "RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
             f"{experiment.fake_peak_bytes} bytes (имитация)"
         )
+        if experiment.fake_abort:  # как XLA, который обрывает процесс, не бросив исключения
+            print(message, file=sys.stderr, flush=True)
+            os._exit(134)
+        raise MemoryError(message)
     result.device = "поддельная карта"
     result.peak_bytes = experiment.fake_peak_bytes
     result.limit_bytes = experiment.budget_bytes
@@ -430,6 +439,10 @@ def run_experiment(experiment: Experiment, started: Path | None = None) -> Worke
             memory = _memory(device)
             result.peak_bytes = memory.get("peak_bytes_in_use")
             result.limit_bytes = memory.get("bytes_limit")
+            if result.free_at_start_bytes is not None:
+                free = free_bytes_now()
+                if free is not None:
+                    result.driver_used_bytes = result.free_at_start_bytes - free
         result.ok = True
     except Exception as error:  # итог опыта — и его ошибка: проверка решит, стена ли это
         result.error = f"{type(error).__name__}: {error}"[-ERROR_CHARS:]

@@ -152,6 +152,8 @@ def _note(outcome: Outcome) -> str:
         )
     if result is not None and result.free_at_start_bytes is not None:
         parts.append(f"free memory seen at start {result.free_at_start_bytes} bytes")
+    if result is not None and result.driver_used_bytes is not None:
+        parts.append(f"CUDA driver: {result.driver_used_bytes} bytes more in use at the end")
     if result is not None and result.tokens_per_s is not None:
         parts.append(
             f"{result.tokens_per_s:.1f} tokens/s over {result.steps} computed steps "

@@ -196,6 +196,14 @@ class Runner:
         pending = list(experiments)
         running: list[_Running] = []
         done: dict[str, Outcome] = {}
+        try:
+            self._loop(pending, running, done, slots, held)
+        finally:  # прервали проверку (Ctrl+C) — процессы опытов не остаются на карте
+            for item in running:
+                _stop(item.process)
+        return [done[e.name] for e in experiments]
+
+    def _loop(self, pending, running, done, slots: int, held: Held | None) -> None:
         while pending or running:
             while pending and len(running) < slots:
                 experiment = pending.pop(0)
@@ -212,7 +220,6 @@ class Runner:
                     done[item.experiment.name] = self._finish(item, timed_out=not finished)
                     running.remove(item)
                     self._report(done[item.experiment.name])
-        return [done[e.name] for e in experiments]
 
     def _report(self, outcome: Outcome) -> None:
         if self.on_done is not None:
@@ -265,7 +272,9 @@ class Runner:
         if status == "stall":
             seconds = _since_start(item, ended)
             if not timed_out:
-                status = "error"
+                # Процесс упал без итога: XLA может оборвать его прямо на нехватке памяти.
+                crashed_on_memory = any(mark in log.lower() for mark in OUT_OF_MEMORY_MARKS)
+                status = "wall" if crashed_on_memory else "error"
                 note = f"процесс вышел с кодом {item.process.returncode} без итога: {_tail(log)}"
             elif item.cut:
                 note = "остановлен: вышел срок всей проверки (--time-limit)"
