@@ -184,8 +184,11 @@ public: $(STAMP)
 check-notebooks: $(STAMP)
 	$(BIN)/python -m feedback.teacher.release --check
 
-# Путь лабораторной 7.5 (bfloat16 + LoRA + накопление) на настоящей архитектуре Gemma 3 на CUDA.
-# Нужен jax с CUDA: pip install -U "jax[cuda12]". Без GPU честно сообщает, что не запускался.
+# Опыты лабораторных с памятью (7.3 float32, 7.5 батч 1, 7.6 батч 8 и 1 × 8, 7.1 генерация) на
+# настоящей архитектуре Gemma 3 со случайными весами, каждый в своём процессе с памятью T4 и сроком;
+# таблица, график и запись измерения — в .course-work/gpu-check/ (до 8 минут на одной карте).
+# Нужен jax с CUDA: pip install -U "jax[cuda13]". Без GPU честно сообщает, что не запускался;
+# GPU_CHECK_ARGS="--config tiny" — та же программа на процессоре, --list — список опытов.
 gpu-check: $(STAMP)
 	$(BIN)/python -m feedback.gpu.check $(GPU_CHECK_ARGS)
 

@@ -7,8 +7,12 @@
 - :mod:`~feedback.gpu.kaggle_access` — ключи Kaggle и проверка доступа к весам до загрузки;
 - :mod:`~feedback.gpu.xla_memory` — сколько памяти видеокарты на самом деле получит JAX;
 - :mod:`~feedback.gpu.notice` — заметные предупреждения в тетрадке;
-- :mod:`~feedback.gpu.check` — ``make gpu-check`` (``python -m feedback.gpu.check``): путь
-  лабораторной 7.5 на настоящей архитектуре Gemma 3 на CUDA.
+- :mod:`~feedback.gpu.check` — ``make gpu-check`` (``python -m feedback.gpu.check``): опыты
+  лабораторных с памятью на настоящей архитектуре Gemma 3 в памяти T4; рядом его части —
+  :mod:`~feedback.gpu.check_experiments` (опыты и их исполнитель),
+  :mod:`~feedback.gpu.check_runner` (процессы, слоты, сроки), :mod:`~feedback.gpu.check_card`
+  (карта через драйвер CUDA, держатель памяти) и :mod:`~feedback.gpu.check_report` (таблица,
+  график, запись).
 
 Кто пользуется: тетрадки импортируют не эти модули, а :mod:`feedback.runtime` (какая
 видеокарта и какую модель грузить) и :mod:`feedback.qa_data`, которые собраны из них;
