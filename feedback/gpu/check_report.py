@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedback.formatting import bytes_to_gb, format_plain
+from feedback.formatting import bytes_to_gb, format_plain, plural
 from feedback.gpu.check_runner import BFC_WAIT_LOG, Outcome
 from feedback.measured import Measurement, Provenance, Record
 
@@ -94,7 +94,8 @@ def step_text(outcome: Outcome) -> str:
     if result is None or result.step_s is None:
         return "—"
     if outcome.experiment.kind == "generate" and result.tokens_per_s:
-        return f"{format_plain(result.tokens_per_s, 1)} ток/с ({result.steps} шагов)"
+        steps = plural(result.steps, "шаг", "шага", "шагов")
+        return f"{format_plain(result.tokens_per_s, 1)} ток/с ({steps})"
     text = f"{format_plain(result.step_s, 4)} с"
     return text + (" на микрошаг" if outcome.experiment.accumulation > 1 else "")
 

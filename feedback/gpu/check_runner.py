@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from feedback.formatting import plural
 from feedback.gpu.check_card import Card, Held, plan_slots, pool_fraction
 from feedback.gpu.check_experiments import (
     CONTEXT_RESERVE,
@@ -285,7 +286,8 @@ class Runner:
             if status == "error":
                 note = result.error[-300:]
         if waits:
-            note = (note + "; " if note else "") + f"XLA {waits} раз писал «{BFC_WAIT_LOG}»"
+            times = plural(waits, "раз", "раза", "раз")
+            note = (note + "; " if note else "") + f"XLA {times} писал «{BFC_WAIT_LOG}»"
         return Outcome(
             item.experiment, status, seconds, result, item.mem_fraction, item.held, waits, note,
             item.started, ended,
