@@ -310,3 +310,4 @@ def test_tiny_check_runs_the_lab_experiments_on_cpu(tmp_path, capsys):
     assert generation.seq_len == 16 + 8 and "14 computed steps" in generation.note
     assert generation.step_s > 0 and generation.first_step_s > 0
     assert not generation.weights_only and loaded.provenance.gpu == "CPU"
+    assert {row.pool for row in loaded.rows} == {"none"}  # на процессоре памяти T4 нет

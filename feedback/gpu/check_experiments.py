@@ -417,7 +417,9 @@ def run_experiment(experiment: Experiment, started: Path | None = None) -> Worke
             _fake(experiment, result)
         else:
             default_keras_backend()
-            import keras  # noqa: F401 — импорт до отметки: его время не в секундах опыта
+            # Импорты — до отметки «опыт начался»: их секунды не в секундах опыта.
+            import keras  # noqa: F401
+            import keras_hub  # noqa: F401
 
             from feedback.gpu.check_card import free_bytes_now
 

@@ -172,6 +172,20 @@ def _note(outcome: Outcome) -> str:
     return "; ".join(parts)
 
 
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _pool(outcome: Outcome) -> str:
+    """``t4`` — пул XLA размером с T4, ``held`` — остальная карта занята держателем,
+    ``none`` — памяти T4 не было (``--config tiny`` на процессоре)."""
+    if outcome.experiment.emulation == "pool" and outcome.mem_fraction is not None:
+        return "t4"
+    if outcome.experiment.emulation == "held" and outcome.held is not None:
+        return "held"
+    return "none"
+
+
 def measurement(outcome: Outcome) -> Measurement:
     """Строка записи курса из исхода опыта (только поместился, стена или завис)."""
     experiment, result = outcome.experiment, outcome.result
@@ -186,14 +200,14 @@ def measurement(outcome: Outcome) -> Measurement:
         seq_len=seq_len,
         weights_only=experiment.kind == "load",
         allocator=experiment.allocator,
-        pool="t4" if experiment.emulation == "pool" else "held",
+        pool=_pool(outcome),
         mem_fraction=outcome.mem_fraction,
         limit_bytes=result.limit_bytes if result else None,
         outcome=outcome.status,
         peak_bytes=result.peak_bytes if result and outcome.status == "fits" else None,
         weights_bytes=result.weights_bytes if result else None,
-        step_s=result.step_s if result else None,
-        first_step_s=result.first_step_s if result else None,
+        step_s=_round(result.step_s if result else None, 6),
+        first_step_s=_round(result.first_step_s if result else None, 2),
         wall_after_s=round(outcome.seconds, 1) if outcome.status != "fits" else None,
         note=_note(outcome),
     )

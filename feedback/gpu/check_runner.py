@@ -168,7 +168,10 @@ class Runner:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.deadline = time.monotonic() + self.time_limit
         outcomes: dict[str, Outcome] = {}
-        pooled = [e for e in experiments if e.emulation == "pool"]
+        # Самые долгие (по сроку) — первыми: тогда короткие заполняют слоты в конце, а не ждут.
+        pooled = sorted(
+            (e for e in experiments if e.emulation == "pool"), key=lambda e: -e.timeout_s
+        )
         for outcome in self._run_together(pooled, self.slots_for(experiments), None):
             outcomes[outcome.experiment.name] = outcome
         for experiment in (e for e in experiments if e.emulation == "held"):
