@@ -20,7 +20,7 @@ from feedback import measured
 from feedback.answers.accumulation import LAB_HYPERPARAMETERS, LR_LAB_7_5
 from feedback.generation.prompts import LENGTH_STEP
 from feedback.gpu import check as gpu_check
-from feedback.gpu.check_card import Card, Held, NoHolder, plan_slots, pool_fraction
+from feedback.gpu.check_card import Card, Held, NoHolder, hold, plan_slots, pool_fraction
 from feedback.gpu.check_experiments import (
     CONTEXT_RESERVE,
     LAB_7_3_POOL,
@@ -41,6 +41,7 @@ from feedback.gpu.check_report import (
 from feedback.gpu.check_runner import Outcome, Runner, classify, experiment_env
 
 MIB = 1024**2
+GIB_BYTES = 1024**3
 H200 = Card("NVIDIA H200 (поддельная)", 143_771 * MIB, 143_000 * MIB, "580.159.04")
 T4 = Card("Tesla T4 (поддельная)", 15_360 * MIB, 15_100 * MIB, "550.54.15")
 
@@ -125,6 +126,36 @@ def test_slots_big_card_runs_eight_t4_a_16_gb_card_one():
     # Пул считается от всей памяти карты: 15 060 МиБ H200 — та же доля, что в записи курса.
     assert float(pool_fraction(H200, T4_USABLE)) == pytest.approx(0.10475, abs=1e-5)
     assert float(pool_fraction(T4, 2 * T4.total_bytes)) == 1.0
+
+
+class FakeDriver:
+    """Поддельный драйвер CUDA: выделение уменьшает свободную память (и чуть больше — на
+    выравнивание, как у настоящего)."""
+
+    def __init__(self, total: int, free: int) -> None:
+        self.total, self.free = total, free
+
+    def memory(self) -> tuple[int, int]:
+        return self.free, self.total
+
+    def allocate(self, size: int) -> int:
+        if size + 2 * MIB > self.free:
+            raise AssertionError("держатель попросил больше, чем свободно")
+        self.free -= size + 2 * MIB
+        return 1
+
+
+@pytest.mark.parametrize("card", [H200, T4])
+def test_the_holder_leaves_the_budget_free(card):
+    driver = FakeDriver(card.total_bytes, card.free_bytes)
+    leave = T4_USABLE + CONTEXT_RESERVE
+    held = hold(leave, driver)
+    assert held["free_bytes"] == driver.free
+    if card.free_bytes > leave:
+        assert leave <= driver.free < leave + 64 * MIB + 2 * MIB
+        assert held["held_bytes"] >= card.free_bytes - leave - 2 * GIB_BYTES
+    else:  # карта не больше T4: держать нечего
+        assert held["held_bytes"] == 0 and driver.free == card.free_bytes
 
 
 def test_the_lab_experiments_are_the_issue_s():

@@ -155,9 +155,13 @@ def free_bytes_now() -> int | None:
         driver.release()
 
 
-def hold(leave_free: int) -> dict:
-    """Занимает память карты, пока свободной не останется ``leave_free`` байт (± 64 МиБ)."""
-    driver = _Driver()
+def hold(leave_free: int, driver=None) -> dict:
+    """Занимает память карты, пока свободной не останется ``leave_free`` байт (+ до 64 МиБ).
+
+    ``driver`` — драйвер CUDA (по умолчанию настоящий; тесты дают поддельный с ``memory()`` и
+    ``allocate()``). Занятое держится, пока жив процесс.
+    """
+    driver = _Driver() if driver is None else driver
     held = 0
     for chunk in (HOLD_CHUNK, HOLD_STEP):
         while True:
