@@ -276,7 +276,7 @@ def test_the_whole_check_keeps_its_time_limit(tmp_path):
     experiments = [fake("slow", sleep=60), fake("late", sleep=60)]
     outcomes = Runner(tmp_path, T4, NoHolder(), time_limit=1.5).run(experiments)
     slow, late = outcomes
-    assert slow.status == "stall" and "срок всей проверки" in slow.note
+    assert slow.status == "error" and "срок всей проверки" in slow.note  # не замер
     assert late.status == "error" and "не запускался" in late.note
 
 

@@ -84,7 +84,7 @@ def outcome_text(outcome: Outcome) -> str:
         "fits": f"помещается ({seconds} с)",
         "wall": f"стена: ошибка через {seconds} с",
         "stall": f"стена без ошибки / завис: {seconds} с",
-        "error": "ошибка опыта (не замер)",
+        "error": "не измерен (см. примечания)",
     }[outcome.status]
 
 

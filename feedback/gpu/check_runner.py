@@ -280,8 +280,12 @@ class Runner:
                 crashed_on_memory = any(mark in log.lower() for mark in OUT_OF_MEMORY_MARKS)
                 status = "wall" if crashed_on_memory else "error"
                 note = f"процесс вышел с кодом {item.process.returncode} без итога: {_tail(log)}"
-            elif item.cut:
-                note = "остановлен: вышел срок всей проверки (--time-limit)"
+            elif item.cut:  # не дождались из-за срока всей проверки: это не замер
+                status = "error"
+                note = (
+                    f"остановлен через {seconds:.0f} с: вышел срок всей проверки (--time-limit), "
+                    "свой срок опыта не истёк"
+                )
             else:
                 note = f"ни итога, ни ошибки за {item.timeout:.0f} с (срок опыта)"
         else:
