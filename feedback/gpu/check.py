@@ -96,7 +96,9 @@ def provenance(card: Card | None, slots: int, argv: Sequence[str]) -> Provenance
         "a holder process (CUDA driver cuMemAlloc via ctypes) took all the card but the budget "
         f"+ {CONTEXT_RESERVE // 2**20} MiB for the experiment's CUDA context, allocator BFC "
         "with XLA_PYTHON_CLIENT_PREALLOCATE=false or "
-        "XLA_PYTHON_CLIENT_ALLOCATOR=platform"
+        "XLA_PYTHON_CLIENT_ALLOCATOR=platform; while pool rows ran, the rest of the card was "
+        "not held: the pool caps XLA's buffers, the CUDA context and library workspaces lie "
+        "outside it (on a real T4 they come out of the same 15 360 MiB)"
     )
     method = (
         "python -m feedback.gpu.check: Gemma3Backbone(**CONFIGS[config], dtype) with random "

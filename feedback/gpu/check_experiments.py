@@ -224,13 +224,15 @@ def lab_experiments() -> tuple[Experiment, ...]:
 
 #: Крошечная проверка на процессоре: та же программа, крошечная Gemma и короткие строки.
 TINY_SEQ_LEN = 32
+#: Срок крошечного опыта: на занятой машине CI импорт keras и компиляция идут минуту и больше.
+TINY_TIMEOUT_S = 300.0
 
 
 def tiny_experiments() -> tuple[Experiment, ...]:
     """Те же опыты с крошечной Gemma: длина 32, генерация 8 токенов (для тестов и CI)."""
     tiny = []
     for experiment in lab_experiments():
-        changes: dict = {"config": "tiny", "timeout_s": 120.0}
+        changes: dict = {"config": "tiny", "timeout_s": TINY_TIMEOUT_S}
         if experiment.kind == "train":
             changes["seq_len"] = TINY_SEQ_LEN
         if experiment.kind == "generate":
