@@ -319,6 +319,28 @@ def test_fast_wall_names_the_allocator_that_fails_fast():
     assert platform.title in verdict and pool.title not in verdict and "12,5 с" in verdict
 
 
+def test_the_command_on_a_fake_card_prints_draws_and_records(tmp_path, capsys, monkeypatch):
+    experiments = (
+        fake("b1_t4", peak_gib=9.6, title="7.5: батч 1"),
+        fake("b8_t4", peak_gib=21.9, title="7.6: батч 8"),
+        fake("broken", fake_sleep_s="не число", title="сломанный"),
+        fake("w32_platform_held", peak_gib=14.5, emulation="held", allocator="platform"),
+    )
+    monkeypatch.setattr(gpu_check, "lab_experiments", lambda: experiments)
+    holder = RecordingHolder()
+    code = gpu_check.main(["--out", str(tmp_path)], probe=lambda: H200, holder=holder)
+    assert code == 1  # опыт «сломанный» упал не от нехватки памяти
+    out = capsys.readouterr().out
+    assert "до 8 сразу" in out and "7.6: батч 8: стена: ошибка через" in out
+    stem = tmp_path / f"{gpu_check.provenance(H200, 8, []).date}-nvidia-h200"
+    loaded = measured.load_record(stem.with_suffix(".json"))
+    assert [row.name for row in loaded.rows] == ["b1_t4", "b8_t4", "w32_platform_held"]
+    assert loaded.row("w32_platform_held").pool == "held" and holder.calls
+    assert "up to 8 processes at once" in loaded.provenance.t4_emulation
+    assert stem.with_suffix(".png").exists() and "Опыт" in stem.with_suffix(".txt").read_text()
+    assert "broken" in (tmp_path / f"{stem.name}-errors.txt").read_text(encoding="utf-8")
+
+
 # --------------------------------------------------------------------------- крошечная Gemma
 
 
