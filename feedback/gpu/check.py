@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, distributions, version
 from pathlib import Path
 
-from feedback.formatting import format_plain
+from feedback.formatting import format_plain, plural
 from feedback.gpu.check_card import Card, Holder, NoHolder, cuda_card
 from feedback.gpu.check_experiments import (
     CONFIGS,
@@ -193,7 +193,8 @@ def main(
     slots = runner.slots_for(experiments)
     where = f"{card.name}, {format_plain(card.total_bytes / 1024**3, 1)} ГиБ" if card else "CPU"
     print(
-        f"gpu-check: {len(experiments)} опытов на {where}; с пулом T4 — до {slots} сразу, "
+        f"gpu-check: {plural(len(experiments), 'опыт', 'опыта', 'опытов')} на {where}; "
+        f"с пулом T4 — до {slots} сразу, "
         f"«карта занята» — по одному; срок всей проверки {args.time_limit:.0f} с.",
         flush=True,
     )
