@@ -228,7 +228,7 @@ def test_a_peak_over_the_budget_is_a_wall_and_silence_is_a_stall(tmp_path):
     ]
     started = time.monotonic()
     outcomes = Runner(tmp_path, H200, RecordingHolder()).run(experiments)
-    assert time.monotonic() - started < 2.5  # зависший опыт остановлен по сроку
+    assert time.monotonic() - started < 10  # зависший (сон 60 с) остановлен по сроку 1 с
     fits, wall, stall = outcomes
     assert (fits.status, wall.status, stall.status) == ("fits", "wall", "stall")
     assert fits.result.peak_bytes == int(9.5 * 1024**3)
@@ -250,7 +250,7 @@ def test_a_process_aborted_on_memory_is_a_wall_other_crashes_are_errors(tmp_path
 
 
 def test_a_big_card_runs_slots_at_once_a_16_gb_card_one_by_one(tmp_path):
-    experiments = [fake("a", sleep=0.4), fake("b", sleep=0.4)]
+    experiments = [fake("a", sleep=0.3), fake("b", sleep=0.3)]
     together = Runner(tmp_path / "h200", H200, RecordingHolder()).run(experiments)
     assert overlap(*together)
     alone = Runner(tmp_path / "t4", T4, RecordingHolder()).run(experiments)
