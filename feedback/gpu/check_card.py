@@ -115,17 +115,36 @@ class _Driver:
         self.lib.cuDevicePrimaryCtxRelease_v2(self.device)
 
 
-def driver_version() -> str:
-    """Версия драйвера NVIDIA из ``/proc`` (``580.159.04``) или пустая строка."""
-    try:
-        text = Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+def _version_word(text: str) -> str:
     for word in text.split():
         parts = word.split(".")
         if len(parts) >= 2 and all(part.isdigit() for part in parts):
             return word
     return ""
+
+
+def driver_version() -> str:
+    """Версия драйвера NVIDIA (``580.159.04``): из ``/proc``, иначе из NVML (``libnvidia-ml``,
+    он ставится с драйвером; в песочницах вроде gVisor ``/proc/driver`` бывает пуст)."""
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    if version := _version_word(text):
+        return version
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        buffer = ctypes.create_string_buffer(96)
+        if nvml.nvmlInit_v2() != 0:
+            return ""
+        try:
+            if nvml.nvmlSystemGetDriverVersion(buffer, ctypes.c_uint(96)) != 0:
+                return ""
+        finally:
+            nvml.nvmlShutdown()
+    except (OSError, AttributeError):
+        return ""
+    return _version_word(buffer.value.decode("ascii", errors="replace"))
 
 
 def cuda_card() -> Card | None:
