@@ -286,6 +286,15 @@ ERROR_CHARS = 2000
 STARTED_SUFFIX = ".started"
 
 
+#: Начало строки этапа в журнале опыта: по последней такой строке проверка говорит, на каком
+#: этапе опыт завис или упал.
+STAGE_PREFIX = "gpu-check этап: "
+
+
+def _stage(text: str) -> None:
+    print(f"{STAGE_PREFIX}{text}", flush=True)
+
+
 def _device():
     import jax
 
@@ -348,6 +357,7 @@ def _train(experiment: Experiment, backbone, result: WorkerResult) -> None:
                 float(logs["loss"])  # дождаться конца шага: jax считает асинхронно
             times.append(time.perf_counter() - self.started)
 
+    _stage(f"обучение: {len(tokens)} примеров, первый шаг с компиляцией XLA")
     model.fit(
         x, tokens[:, 1:], batch_size=experiment.batch, epochs=1, verbose=0, callbacks=[StepTimer()]
     )
@@ -383,7 +393,9 @@ def _generate(experiment: Experiment, backbone, result: WorkerResult) -> None:
         np.asarray(outputs["token_ids"])  # дождаться результата
         return time.perf_counter() - started
 
+    _stage(f"генерация до длины {length}, первый вызов с компиляцией XLA")
     result.first_step_s = timed()
+    _stage(f"первый вызов — {result.first_step_s:.1f} с")
     runs = [timed() for _ in range(max(experiment.repeats, 1))]
     seconds = sum(runs) / len(runs)
     result.steps = experiment.computed_steps
@@ -416,6 +428,7 @@ def run_experiment(experiment: Experiment, started: Path | None = None) -> Worke
         if experiment.kind == "fake":
             _mark(started)
             began = time.perf_counter()
+            _stage(f"имитация: пик {experiment.fake_peak_bytes} байт, сон")
             _fake(experiment, result)
         else:
             default_keras_backend()
@@ -431,8 +444,10 @@ def run_experiment(experiment: Experiment, started: Path | None = None) -> Worke
                 result.free_at_start_bytes = free_bytes_now()
             _mark(started)
             began = time.perf_counter()
+            _stage(f"сборка {experiment.config} в {experiment.dtype}")
             backbone = _build_backbone(experiment)
             result.build_s = time.perf_counter() - began
+            _stage(f"модель собрана за {result.build_s:.1f} с")
             result.params = _count(backbone.weights)
             memory = _memory(device)
             result.weights_bytes = memory.get("bytes_in_use")

@@ -23,6 +23,7 @@ from feedback.formatting import plural
 from feedback.gpu.check_card import Card, Held, plan_slots, pool_fraction
 from feedback.gpu.check_experiments import (
     CONTEXT_RESERVE,
+    STAGE_PREFIX,
     STARTED_SUFFIX,
     Experiment,
     WorkerResult,
@@ -292,6 +293,10 @@ class Runner:
             seconds = result.elapsed_s
             if status == "error":
                 note = result.error[-300:]
+        if status in ("stall", "error") or (status == "wall" and result is None):
+            stages = [line for line in log.splitlines() if line.startswith(STAGE_PREFIX)]
+            if stages:
+                note += f"; последний этап: {stages[-1].removeprefix(STAGE_PREFIX)}"
         if waits:
             times = plural(waits, "раз", "раза", "раз")
             note = (note + "; " if note else "") + f"XLA {times} писал «{BFC_WAIT_LOG}»"
