@@ -126,7 +126,7 @@ release: notebooks
 # make grade ROSTER=students.csv — он копируется в .course-work/students.csv, и дальше берётся
 # оттуда сам (docs/teaching.md).
 grade: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS)) \
+	$(if $(ALLOW_INSECURE_DASK),ALLOW_INSECURE_DASK=$(ALLOW_INSECURE_DASK)) $(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS)) \
 		$(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(ROSTER),--roster "$(ROSTER)")
 
 # Сертификаты Dask курса (.course-work/dask-certs/, 0700, ключи 0600): центр курса, node — планировщику

@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -218,7 +220,7 @@ def documented(command: str, port: int, *extra: str) -> list[str]:
     return [str(Path(sys.executable).with_name("dask")), *words[1:], *extra]
 
 
-@pytest.mark.slow  # два процесса dask: 5–10 с
+@pytest.mark.slow  # два процесса dask: около 10 с
 def test_the_documented_commands_start_a_tls_cluster(tmp_path):
     folder = issue(tmp_path / "dask-certs").folder
     lines = {line.split()[1]: line.strip() for line in dask_tls.commands(folder).splitlines()
@@ -231,13 +233,16 @@ def test_the_documented_commands_start_a_tls_cluster(tmp_path):
     for name in dask_tls.NODE_FILES:
         shutil.copy2(folder / name, node / name)
     port = free_port()
-    here = ("--host", "tls://127.0.0.1", "--port", str(port))  # только петля, свободный порт
+    # Только петля и свободные порты (8787 может быть занят).
+    here = ("--host", "tls://127.0.0.1", "--port", str(port), "--dashboard-address", "127.0.0.1:0")
     scheduler = documented(lines["scheduler"], port, *here)
     worker = documented(lines["worker"], port, "--host", "127.0.0.1")
-    processes = [
-        subprocess.Popen(command, cwd=node, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        for command in (scheduler, worker)
-    ]
+    processes = []
+    for command in (scheduler, worker):  # журнал — в файл: канал без читателя переполнится
+        with open(tmp_path / f"{command[1]}.log", "wb") as log:
+            processes.append(
+                subprocess.Popen(command, cwd=node, stdout=log, stderr=log, start_new_session=True)
+            )
     try:
         cluster = cluster_for(f"tls://127.0.0.1:{port}", settings_with(folder))
         with Client(cluster.address, security=cluster.security, timeout=30) as client:
@@ -245,18 +250,14 @@ def test_the_documented_commands_start_a_tls_cluster(tmp_path):
             workers = list(client.scheduler_info()["workers"])
             assert all(address.startswith("tls://") for address in workers)
             assert client.submit(pow, 3, 3).result() == 27
-        # К самому рабочему без сертификата курса не подключиться.
+        # К самому рабочему — только с сертификатом курса.
+        assert asyncio.run(reaches(workers[0], dask_tls.client_security(folder)))
         assert not asyncio.run(reaches(workers[0].replace("tls://", "tcp://")))
         assert not asyncio.run(reaches(workers[0], Security.temporary()))
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        for process in processes:  # вся группа: у рабочего есть ещё процесс под nanny
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 async def reaches(address: str, security: Security | None = None) -> bool:

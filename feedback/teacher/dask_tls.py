@@ -296,7 +296,7 @@ def commands(folder: Path) -> str:
         "планировщика и на каждой рабочей машине (ключ — с правами 0600); "
         f"{CLIENT_KEY} не копируйте никуда.\n"
         "В этой папке на машине планировщика:\n"
-        f"  dask scheduler {tls} --no-dashboard\n"
+        f"  dask scheduler {tls} --dashboard-address 127.0.0.1:8787\n"
         "В этой папке на каждой рабочей машине:\n"
         f"  dask worker tls://ПЛАНИРОВЩИК:8786 {tls} --no-dashboard --nworkers 4 --nthreads 1\n"
         "У вас:\n"
