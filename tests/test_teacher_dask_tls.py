@@ -88,6 +88,22 @@ def test_certificates_are_private_and_signed_by_the_course_authority(tmp_path):
         load(folder / "node.pem").verify_directly_issued_by(ca)
 
 
+def test_make_dask_certs_prints_the_commands_and_keeps_existing_certificates(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("COURSE7_DASK_CERTS", str(tmp_path / "certs"))
+    assert dask_tls.main(["certs"]) == 0
+    out = capsys.readouterr().out
+    assert f"Сертификаты курса: {tmp_path / 'certs'}" in out
+    assert "dask scheduler --tls-ca-file ca.pem" in out and "SCHEDULER=tls://" in out
+    key = (tmp_path / "certs" / "client-key.pem").read_bytes()
+    assert dask_tls.main(["certs"]) == 2
+    assert "REPLACE=1" in capsys.readouterr().err
+    assert (tmp_path / "certs" / "client-key.pem").read_bytes() == key
+    assert dask_tls.main(["certs", "--replace"]) == 0
+    assert (tmp_path / "certs" / "client-key.pem").read_bytes() != key
+
+
 def test_a_client_with_the_course_certificate_runs_code_on_the_workers(tls_cluster, course_certs):
     cluster = cluster_for(tls_cluster.scheduler_address, settings_with(course_certs))
     assert cluster.security.require_encryption
@@ -173,6 +189,19 @@ def test_make_grade_refuses_tcp_before_anything_starts(tmp_path, monkeypatch, ca
     assert err.startswith("Оценивание не началось: планировщик Dask tcp://127.0.0.1:8786")
     assert "выполнить свой код на рабочих" in err
     assert not (work / "gradebook.db").exists()
+
+
+def test_with_the_opt_in_make_grade_goes_past_the_dask_check(tmp_path, monkeypatch, capsys):
+    def next_step(*args, **kwargs):
+        raise grade.SetupError("следующий шаг")
+
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
+    monkeypatch.setenv("ALLOW_INSECURE_DASK", "1")
+    monkeypatch.setattr(grade, "prepare", next_step)
+    assert grade.main(["--scheduler", "tcp://127.0.0.1:8786"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Внимание: планировщик Dask tcp://127.0.0.1:8786")
+    assert "Оценивание не началось: следующий шаг" in err
 
 
 def test_make_grade_over_tls_needs_the_course_certificates(tmp_path, monkeypatch, capsys):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from feedback.settings import SettingError
 from feedback.teacher.settings import Settings
 
 #: Файлы папки сертификатов курса.
@@ -316,11 +317,14 @@ def main(argv: list[str] | None = None) -> int:
         help="заменить уже выпущенные (прежние на планировщике и рабочих перестанут подходить)",
     )
     args = parser.parse_args(argv)
-    folder = Settings.from_env().dask_certs
     try:
+        folder = Settings.from_env().dask_certs
         issued = issue(folder, replace=args.replace)
-    except DaskRefused as error:
+    except (DaskRefused, SettingError) as error:
         print(f"Сертификаты не выпущены: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"Сертификаты не выпущены: {error.strerror} ({error.filename})", file=sys.stderr)
         return 2
     print(f"Сертификаты курса: {issued.folder} (действуют до {issued.expires:%d.%m.%Y}).")
     print(commands(issued.folder))
