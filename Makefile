@@ -21,7 +21,7 @@ STAMP := $(call stamp,$(EXTRAS))
 
 .PHONY: lab test test-all lint unit unit-fast nbval nbval-cpu notebooks release check-notebooks grade formgrader \
 	feedback export public \
-	sandbox bench gpu-check env browser clean hub hub-proxy hub-stop hub-release collect
+	sandbox bench gpu-check env browser clean hub hub-proxy hub-stop hub-release collect dask-certs
 
 # Ставит uv (версия — из дополнения dev в pyproject.toml), а он — пакет курса и свежий pip:
 # uv разрешает зависимости и пишет байт-код на всех ядрах. Байт-код нужен сразу: в песочнице
@@ -120,12 +120,20 @@ notebooks: $(STAMP)
 release: notebooks
 
 # make grade — всё из .course-work/submitted; make grade SUBMISSIONS=архив.zip (или папка) JOBS=4;
-# на рабочих Dask: make grade SCHEDULER=tcp://host:8786; со списком учащихся (id,first_name,
-# last_name,email): make grade ROSTER=students.csv — он копируется в .course-work/students.csv,
-# и дальше берётся оттуда сам (docs/teaching.md).
+# на рабочих Dask: make grade SCHEDULER=tls://host:8786 (только TLS с сертификатами make dask-certs;
+# tcp:// — отказ, пока не сказано ALLOW_INSECURE_DASK=1: рабочие выполнили бы код любого, кто
+# достаёт до планировщика); со списком учащихся (id,first_name,last_name,email):
+# make grade ROSTER=students.csv — он копируется в .course-work/students.csv, и дальше берётся
+# оттуда сам (docs/teaching.md).
 grade: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS)) \
+	$(if $(ALLOW_INSECURE_DASK),ALLOW_INSECURE_DASK=$(ALLOW_INSECURE_DASK)) $(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS)) \
 		$(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(ROSTER),--roster "$(ROSTER)")
+
+# Сертификаты Dask курса (.course-work/dask-certs/, 0700, ключи 0600): центр курса, node — планировщику
+# и рабочим, client — make grade; печатает команды dask scheduler и dask worker. REPLACE=1 — выпустить
+# заново (прежние перестанут подходить).
+dask-certs: $(STAMP)
+	$(BIN)/python -m feedback.teacher.dask_tls certs $(if $(REPLACE),--replace)
 
 # Секунды на работу при JOBS=1 и 2, ускорение, постоянная часть и время групп тестов.
 bench: $(STAMP) sandbox

@@ -1,11 +1,11 @@
 """Все переменные окружения курса в одном месте: имя, значение по умолчанию, смысл, единица.
 
 Реестр :data:`VARIABLES` — единственное место, где названы переменные ``COURSE7_*`` и
-``FEEDBACK_*`` (и ``JOBS``, ``SCHEDULER`` команды ``make grade``); модули пакета читают их
-только через него. Модуль лёгкий (только стандартная библиотека) и без секретов — одни имена
-и значения по умолчанию, — поэтому его читают и модули учащегося, и ядро в песочнице
-оценивания, где :mod:`feedback.teacher` не виден. Настройки оценивания целиком (пути,
-бюджеты) собирает :class:`feedback.teacher.settings.Settings`.
+``FEEDBACK_*`` (и ``JOBS``, ``SCHEDULER``, ``ALLOW_INSECURE_DASK`` команды ``make grade``);
+модули пакета читают их только через него. Модуль лёгкий (только стандартная библиотека) и
+без секретов — одни имена и значения по умолчанию, — поэтому его читают и модули учащегося, и
+ядро в песочнице оценивания, где :mod:`feedback.teacher` не виден. Настройки оценивания
+целиком (пути, бюджеты) собирает :class:`feedback.teacher.settings.Settings`.
 
 Таблица всех переменных: ``python -m feedback.settings``.
 """
@@ -272,9 +272,29 @@ SCHEDULER = Variable(
     "SCHEDULER",
     "text",
     None,
-    "адрес планировщика Dask (make grade SCHEDULER=tcp://host:8786): работы выполняются "
+    "адрес планировщика Dask (make grade SCHEDULER=tls://host:8786): работы выполняются "
     "на его рабочих",
     where=GRADING,
+)
+ALLOW_INSECURE_DASK = Variable(
+    "ALLOW_INSECURE_DASK",
+    "flag",
+    None,
+    "разрешить make grade планировщик Dask без TLS (tcp://): любой, кто достаёт до его порта, "
+    "выполнит свой код на рабочих от имени оценивания — только если все машины и их "
+    "пользователи ваши",
+    where=GRADING,
+    default_note="нельзя: только tls:// с сертификатами курса",
+)
+DASK_CERTS = Variable(
+    "COURSE7_DASK_CERTS",
+    "path",
+    None,
+    "папка сертификатов Dask курса (make dask-certs): центр курса, сертификаты планировщика "
+    "и рабочих (node) и оценивания (client)",
+    unit="папка",
+    where=GRADING,
+    default_note="dask-certs/ в рабочей папке",
 )
 RECORD_FD = Variable(
     "COURSE7_RECORD_FD",
@@ -343,6 +363,8 @@ VARIABLES: dict[str, Variable] = {
         GRADING_CACHE,
         JOBS,
         SCHEDULER,
+        ALLOW_INSECURE_DASK,
+        DASK_CERTS,
         RECORD_FD,
         REQUIRE_SANDBOX,
         REQUIRE_BROWSER,

@@ -108,7 +108,7 @@ def test_dev_is_everything_plus_test_tools():
     dev = extra_requirements("dev")
     assert extra_requirements("lab", "grading", "cluster") <= dev
     assert {"pytest", "pytest-xdist", "ruff", "nbval", "playwright", "nbgrader"} <= dev
-    assert extra_requirements("cluster") == {"distributed"}
+    assert extra_requirements("cluster") == {"distributed", "cryptography"}
     assert "distributed" not in extra_requirements("grading")
 
 
@@ -143,7 +143,7 @@ def test_everything_grading_imports_is_declared_in_grading():
     missing = {}
     for path in grading_sources():
         for name in third_party_imports(path.read_text(encoding="utf-8")):
-            if name == "distributed":  # только make grade SCHEDULER=…: дополнение cluster
+            if name in {"distributed", "cryptography"}:  # make grade SCHEDULER=…: cluster
                 assert name in extra_requirements("cluster")
             elif name not in declared:
                 missing.setdefault(name, []).append(str(path.relative_to(ROOT)))

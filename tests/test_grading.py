@@ -497,12 +497,24 @@ def test_jobs_and_dask_do_not_change_scores_reports_or_tables(
 ):
     from distributed import LocalCluster
 
+    from feedback.teacher.dask_tls import issue, node_security
+
     folder = tmp_path / "class"
     one = grade_small_class(tmp_path / "jobs1", folder, monkeypatch, fresh_work, jobs=1)
     two = grade_small_class(tmp_path / "jobs2", folder, monkeypatch, fresh_work, jobs=2)
+    # Как у преподавателя: планировщик и рабочие — только по TLS с сертификатами курса.
+    certs = issue(tmp_path / "dask-certs").folder
+    monkeypatch.setenv("COURSE7_DASK_CERTS", str(certs))
     with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        protocol="tls://",
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        security=node_security(certs),
     ) as cluster:
+        assert cluster.scheduler_address.startswith("tls://")
         dask = grade_small_class(
             tmp_path / "dask", folder, monkeypatch, fresh_work, scheduler=cluster.scheduler_address
         )

@@ -68,6 +68,7 @@ from feedback.teacher import (
 )
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.class_tables import ClassTables
+from feedback.teacher.dask_tls import Cluster, DaskRefused, cluster_for
 from feedback.teacher.release import lab_sources
 from feedback.teacher.reports import ReportWriter
 from feedback.teacher.results import Job, UnitResult
@@ -393,7 +394,8 @@ def grade(
 ) -> Path:
     """Весь цикл оценивания; возвращает путь к grades.csv.
 
-    ``scheduler`` — адрес планировщика Dask: тогда работы выполняются на его рабочих.
+    ``scheduler`` — адрес планировщика Dask: тогда работы выполняются на его рабочих (только
+    ``tls://`` с сертификатами курса, если ``settings.allow_insecure_dask`` не разрешает иного).
     ``roster_file`` — список учащихся (копируется в рабочую папку как students.csv; без
     него берётся тот, что уже там). ``settings`` — пути, бюджеты и песочница; без них —
     из переменных окружения (:meth:`Settings.from_env`).
@@ -411,6 +413,11 @@ def _grade(
     settings: Settings,
 ) -> Path:
     scheduler = scheduler or settings.scheduler
+    # Открытый планировщик Dask отдал бы рабочих любому — отказ до того, как что-то начато.
+    try:
+        cluster = cluster_for(scheduler, settings) if scheduler else None
+    except DaskRefused as error:
+        raise SetupError(str(error)) from None
     work = settings.work
     # 2. Лабораторные и список учащихся в базе; баллы прошлого запуска — для changes.csv.
     run = prepare(settings, jobs, roster_file)
@@ -423,7 +430,7 @@ def _grade(
     run.tables.problems += problems
     _remember(run, found, problems)
     # 3–4. Единицы и слияние их результатов; нули неоценённым работам.
-    start = _grade_units(run, found, scheduler)
+    start = _grade_units(run, found, cluster)
     _merge_unassessed(run, problems, {(s.student, s.lab) for s in found})
     # 5. Таблицы, что изменилось, сводка. Снимок баллов — последним: оборванный до этого места
     # запуск повторяется с тем же «прежним» снимком, и changes.csv повтора — тот же, что у
@@ -461,18 +468,18 @@ def _remember(run: Run, found: list[Submission], problems: list[Problem]) -> Non
     run.uploads = {(s.student, s.lab): ledger.upload_fingerprint(s.notebook) for s in found}
 
 
-def _grade_units(run: Run, found: list[Submission], scheduler: str | None) -> ledger.Scores:
+def _grade_units(run: Run, found: list[Submission], cluster: Cluster | None) -> ledger.Scores:
     """Эталоны, которые ещё не проверены, затем работы; возвращает баллы начала запуска.
 
     Баллы в базе записываются (:func:`feedback.teacher.ledger.run_start`) после эталонов,
     перед первой записью работы этого запуска: с ручными оценками, поставленными после снимка.
     """
     cache = run.settings.cache
-    jobs_list = [job_for(run, s, None if scheduler else cache) for s in found]
+    jobs_list = [job_for(run, s, None if cluster else cache) for s in found]
     references = unchecked_references(run, {job.lab for job in jobs_list}, cache)
     # Заготовки ядер — только здесь, под bubblewrap (рабочие Dask запускают ядра сами), и
     # только там, где ядер этого вида столько, что заготовка окупается.
-    local = [] if scheduler else jobs_list
+    local = [] if cluster else jobs_list
     kernels = Counter(
         warm.profile_of(job.gpu) for job in [*local, *(j for j, _ in references.values())]
     )
@@ -484,7 +491,7 @@ def _grade_units(run: Run, found: list[Submission], scheduler: str | None) -> le
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
         warm_up(run, set(references), cache, templates, references)
         start = ledger.run_start(run.work, run.before)
-        _run_units(run, jobs_list, scheduler, run.work)
+        _run_units(run, jobs_list, cluster, run.work)
     return start
 
 
@@ -543,7 +550,7 @@ def count_line(graded: list[Submission], problems: list[Problem]) -> str:
     return line + "."
 
 
-def _run_units(run: Run, jobs: list[Job], scheduler: str | None, work: Path) -> None:
+def _run_units(run: Run, jobs: list[Job], cluster: Cluster | None, work: Path) -> None:
     """Единицы — здесь или на рабочих Dask; результаты сливаются по мере готовности."""
     reports = ReportWriter(work)
     total = len(jobs)
@@ -560,8 +567,8 @@ def _run_units(run: Run, jobs: list[Job], scheduler: str | None, work: Path) -> 
             flush=True,
         )
 
-    if scheduler:
-        run_dask(jobs, scheduler, on_result)
+    if cluster:
+        run_dask(jobs, cluster, on_result)
     else:
         run_local(jobs, run.jobs, on_result, run.settings.units)
 
@@ -649,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scheduler",
         default=None,
-        help="адрес планировщика Dask (tcp://host:8786): работы выполняются на его рабочих; "
+        help="адрес планировщика Dask (tls://host:8786): работы выполняются на его рабочих; "
         "по умолчанию — переменная SCHEDULER",
     )
     args = parser.parse_args(argv)

@@ -7,9 +7,11 @@ nbformat, поэтому запуск стоит миллисекунды, а н
 или убит, вместо результата будет «работа не оценена» с причиной — остальные единицы
 это не задевает.
 
-С Dask (``make grade SCHEDULER=tcp://host:8786``) та же функция :func:`run_isolated`
-выполняется на рабочих машинах: каждой нужен только установленный пакет курса и
-bubblewrap, а решения, база оценок и отчёты остаются у преподавателя.
+С Dask (``make grade SCHEDULER=tls://host:8786``) та же функция :func:`run_isolated`
+выполняется на рабочих машинах: каждой нужен только установленный пакет курса, bubblewrap и
+сертификат курса, а решения, база оценок и отчёты остаются у преподавателя. Подключение —
+только по TLS со взаимной проверкой (:mod:`feedback.teacher.dask_tls`): рабочий выполняет
+всё, что ему пришлют, и открытый планировщик отдал бы его любому.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from feedback.settings import UNITS_DIR
+from feedback.teacher.dask_tls import Cluster
 from feedback.teacher.results import Job, UnitResult
 from feedback.teacher.unit import failed_result
 
@@ -186,15 +189,20 @@ def cpu_slots(workers: int) -> list[list[int]]:
     return [cpus[slot * share : (slot + 1) * share] for slot in range(workers)]
 
 
-def run_dask(jobs: Iterable[Job], scheduler: str, on_result: Callable[[UnitResult], None]) -> None:
-    """Выполняет единицы на рабочих Dask (``dask scheduler`` / ``dask worker`` на машинах)."""
+def run_dask(
+    jobs: Iterable[Job], cluster: Cluster, on_result: Callable[[UnitResult], None]
+) -> None:
+    """Выполняет единицы на рабочих Dask (``dask scheduler`` / ``dask worker`` на машинах).
+
+    ``cluster`` — адрес планировщика и защита подключения (:func:`dask_tls.cluster_for`).
+    """
     try:
         from distributed import Client, as_completed
     except ImportError:
         raise RuntimeError(
             "Для SCHEDULER нужен Dask: pip install 'course7-feedback[cluster]'."
         ) from None
-    with Client(scheduler) as client:
+    with Client(cluster.address, security=cluster.security) as client:
         futures = {}
         for job in jobs:
             # pure=False: у двух одинаковых работ разные учащиеся — результаты не делятся.

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from feedback.settings import (
+    ALLOW_INSECURE_DASK,
     CALL_TIMEOUT,
     CELL_TIMEOUT,
+    DASK_CERTS,
     EXCHANGE_DIR,
     GIB,
     GRADING_DIR,
@@ -153,6 +155,8 @@ class Settings:
     sandbox: str = str(SANDBOX.default)  # auto, bwrap или none (COURSE7_SANDBOX)
     jobs: int | None = None  # None — по числу ядер процессора
     scheduler: str | None = None  # адрес планировщика Dask
+    allow_insecure_dask: bool = False  # планировщик без TLS (feedback.teacher.dask_tls)
+    dask_certs_dir: Path | None = None  # сертификаты Dask; None — dask-certs/ в рабочей папке
     warm_kernels: bool = True  # ядра из прогретых заготовок (feedback.teacher.warm)
     exchange_dir: Path | None = None  # exchange nbgrader; None — exchange/ в рабочей папке
 
@@ -172,6 +176,8 @@ class Settings:
             sandbox=SANDBOX.read(env),
             jobs=JOBS.read(env) or None,
             scheduler=SCHEDULER.read(env),
+            allow_insecure_dask=ALLOW_INSECURE_DASK.read(env) is True,
+            dask_certs_dir=_path(DASK_CERTS.read(env)),
             warm_kernels=WARM_KERNELS.read(env) is not False,
             exchange_dir=_path(EXCHANGE_DIR.read(env)),
         )
@@ -239,6 +245,11 @@ class Settings:
     def cache(self) -> Path:
         """Кэши единиц на этой машине: крошечная Gemma и кэш компиляции JAX (прогрев)."""
         return self.work / "cache"
+
+    @property
+    def dask_certs(self) -> Path:
+        """Сертификаты Dask (``make dask-certs``): ``COURSE7_DASK_CERTS`` или в рабочей папке."""
+        return self.dask_certs_dir or self.work / "dask-certs"
 
     def course_directory(self) -> dict[str, Any]:
         """Настройки ``CourseDirectory`` nbgrader: курс — репозиторий, рабочие папки — в work."""
