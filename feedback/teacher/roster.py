@@ -64,6 +64,11 @@ _ID = re.compile(r"^\w[\w.@-]*$")
 _NUMBER_AT_END = re.compile(r"(\d+)\s*$")
 
 
+def valid_id(text: str) -> bool:
+    """Годится ли ``text`` в id учащегося (и в имя папки): буквы, цифры, «.», «_», «-», «@»."""
+    return _ID.fullmatch(text) is not None
+
+
 class RosterError(ValueError):
     """Список учащихся или файл участников не читается; текст — что исправить."""
 
