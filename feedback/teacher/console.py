@@ -22,7 +22,13 @@ _IN_CELL = re.compile(f"[{_CONTROL}]")
 _IN_LINE = re.compile(f"[{_CONTROL}\n\t]")
 
 
+#: Привычная запись самых частых знаков; остальные — кодом.
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
 def _visible(match: re.Match[str]) -> str:
+    if match[0] in _NAMED:
+        return _NAMED[match[0]]
     code = ord(match[0])
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
