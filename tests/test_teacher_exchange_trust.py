@@ -259,6 +259,18 @@ def test_the_exchange_root_stays_as_the_administrator_set_it(tmp_path):
     assert stat.S_IMODE(admin.exchange.stat().st_mode) == 0o1773
 
 
+def test_an_inbound_of_an_earlier_release_gets_the_sticky_bit_and_a_link_is_refused(settings):
+    """inbound прежнего выпуска nbgrader (2733) получает sticky; inbound-ссылка — отказ."""
+    inbound = settings.exchange / COURSE_ID / "inbound"
+    inbound.chmod(0o2733)
+    hub.prepare_exchange(settings)
+    assert stat.S_IMODE(inbound.stat().st_mode) == 0o3733
+    inbound.rename(settings.exchange / "moved")
+    inbound.symlink_to(settings.exchange / "moved", target_is_directory=True)
+    with pytest.raises(hub.HubError, match="ссылка или файл"):
+        hub.collect(settings)
+
+
 @pytest.mark.slow  # nbgrader release_assignment — секунды
 def test_hub_release_keeps_the_sticky_bit(tmp_path):
     """make hub-release не снимает бит sticky с корня и ставит его на inbound."""

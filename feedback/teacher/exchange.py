@@ -135,16 +135,21 @@ def check_exchange(root: Path, course: str) -> None:
 def protect_inbound(root: Path, course: str) -> None:
     """Бит sticky на inbound, который создал выпуск nbgrader (права 2733): без него любой
     учащийся, угадав имя чужой папки сдачи, переименовал бы или удалил её."""
-    inbound = root / course / "inbound"
-    with contextlib.suppress(FileNotFoundError):
-        info = os.lstat(inbound)
-        if (
-            stat.S_ISDIR(info.st_mode)
-            and info.st_uid == os.geteuid()
-            and info.st_mode & stat.S_IWOTH
-            and not info.st_mode & stat.S_ISVTX
-        ):
-            os.chmod(inbound, stat.S_IMODE(info.st_mode) | stat.S_ISVTX)
+    with contextlib.suppress(OSError):  # нет папки, ссылка, нет прав — скажет check_exchange
+        folder = os.lstat(root / course)
+        if stat.S_ISLNK(folder.st_mode) or folder.st_uid not in teacher_uids():
+            return  # папку курса подменили: об этом скажет check_exchange, а не chmod
+        fd = os.open(root / course / "inbound", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            info = os.fstat(fd)
+            if (
+                info.st_uid == os.geteuid()
+                and info.st_mode & stat.S_IWOTH
+                and not info.st_mode & stat.S_ISVTX
+            ):
+                os.fchmod(fd, stat.S_IMODE(info.st_mode) | stat.S_ISVTX)
+        finally:
+            os.close(fd)
 
 
 # --------------------------------------------------------------------------- сдачи

@@ -239,6 +239,7 @@ def prepare_exchange(settings: Settings) -> Path:
     if not root.exists():
         root.mkdir(parents=True)
         os.chmod(root, EXCHANGE_MODE)  # mkdir не ставит sticky и урезает права по umask
+    exchange.protect_inbound(root, COURSE_ID)  # inbound прежнего выпуска (nbgrader: 2733)
     try:
         exchange.check_exchange(root, COURSE_ID)
     except exchange.UnsafeExchange as error:
@@ -424,8 +425,7 @@ def release(settings: Settings, lab: str) -> Path:
     prepare_exchange(settings)
     api = nbgrader_api(settings, ExchangeReleaseAssignment__force=True)
     _checked(api.release_assignment(lab), f"выпуск {lab} в exchange")
-    exchange.protect_inbound(settings.exchange, COURSE_ID)
-    prepare_exchange(settings)
+    prepare_exchange(settings)  # и sticky на inbound, который выпуск мог только что создать
     return settings.exchange / COURSE_ID / "outbound" / lab
 
 
