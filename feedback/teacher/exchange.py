@@ -238,7 +238,9 @@ def _walk(fd: int, prefix: tuple[str, ...], found: list[Entry], problems: list[s
         if name in IGNORED or name.endswith(".pyc"):
             continue
         if len(found) >= MAX_ENTRIES:
-            problems.append(f"в сдаче больше {MAX_ENTRIES} записей — остальные не собраны")
+            note = f"в сдаче больше {MAX_ENTRIES} записей — остальные не собраны"
+            if note not in problems:
+                problems.append(note)
             return
         info = item.stat(follow_symlinks=False)
         entry = Entry((*prefix, name), info)
@@ -405,6 +407,7 @@ def _copy(inbound: Path, attempt: Attempt, target: Path, problems: list[Problem]
     return copied
 
 
+#: Время сдачи рядом с собранной тетрадкой (имя — как у nbgrader submit и collect).
 TIMESTAMP = "timestamp.txt"
 
 

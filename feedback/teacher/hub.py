@@ -621,7 +621,7 @@ def hub_feedback(settings: Settings) -> list[Feedback]:
 
 
 SUBMISSION_SECRET = "submission_secret.txt"
-TIMESTAMP = "timestamp.txt"
+TIMESTAMP = exchange.TIMESTAMP
 
 
 def release_feedback(settings: Settings) -> list[Feedback]:
