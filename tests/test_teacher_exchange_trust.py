@@ -132,6 +132,18 @@ def test_links_fifos_and_foreign_files_are_never_collected(settings, tmp_path):
     assert [(item.student, item.lab) for item in found.collected] == [("ivanov", LAB)]
 
 
+def test_a_name_without_the_random_suffix_is_collected_and_a_plus_in_the_id_is_not(settings):
+    """``add_random_string = False`` у nbgrader: имя из трёх частей — тоже сдача; «+» в id
+    (его нет ни в одном id курса) делил бы имя неоднозначно — строка problems.csv."""
+    folder = submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC")
+    folder.rename(folder.parent / folder.name.rsplit("+", 1)[0])
+    submit(settings, "a+b", "2026-12-01 10:00:00.000000 UTC")
+    hub.collect(settings)
+    assert f"{LAB}.ipynb" in collected(settings, "ivanov")
+    [row] = problems(settings)
+    assert row.file.startswith(f"{exchange.FILE_PREFIX}a+b+") and "не похоже" in row.problem
+
+
 def test_a_submission_folder_that_is_a_link_is_refused(settings):
     target = submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC")
     inbound = target.parent

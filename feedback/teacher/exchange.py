@@ -46,9 +46,10 @@ from feedback.teacher.roster import valid_id
 from feedback.teacher.settings import UPLOAD_LIMITS
 from feedback.teacher.tables import Problem
 
-#: Папка сдачи в inbound (``nbgrader submit``): id может содержать «+», поэтому имя делится
-#: справа, как у самого nbgrader (``ExchangeCollect._path_to_record``).
-_INBOUND = re.compile(r"^(?P<student>.+)\+(?P<lab>[^+]+)\+(?P<timestamp>[^+]+)\+[^+]*$")
+#: Папка сдачи в inbound (``nbgrader submit``): id, лабораторная, время и (если
+#: ``add_random_string``) случайная приписка. В id курса «+» не бывает (:func:`valid_id`),
+#: поэтому имя делится однозначно.
+_INBOUND = re.compile(r"^(?P<student>[^+]+)\+(?P<lab>[^+]+)\+(?P<timestamp>[^+]+)(?:\+[^+]*)?$")
 #: Что nbgrader не копирует при сдаче и сборе (``CourseDirectory.ignore``).
 IGNORED = (".ipynb_checkpoints", "__pycache__", "feedback")
 #: Вложенность папок и число записей в одной сдаче: тетрадка с парой файлов данных — это
