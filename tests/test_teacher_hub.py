@@ -159,7 +159,7 @@ def test_a_restart_keeps_passwords_and_learners_files(prepared_hub, tmp_path):
 
 def test_the_exchange_is_open_to_every_learner(prepared_hub):
     mode = stat.S_IMODE(prepared_hub.settings.exchange.stat().st_mode)
-    assert mode == 0o777  # как создаёт его nbgrader release_assignment
+    assert mode == 0o1777  # все сдают, но чужую папку не переименовать (бит sticky)
 
 
 def test_the_committed_config_file_sets_up_the_hub(prepared_hub, monkeypatch):

@@ -197,26 +197,26 @@ def test_namesakes_in_one_assignment_are_kept_apart_and_reported(tmp_path, peopl
     )
     assert sorted((s.student, s.lab) for s in submissions) == [
         ("иванов_иван", LAB4),  # в 7.4 Иванов один
-        ("иванов_иван_301", LAB2),
-        ("иванов_иван_305", LAB2),
+        ("иванов_иван-301", LAB2),
+        ("иванов_иван-305", LAB2),
     ]
     rows: dict[tuple[str, str], list[str]] = {}
     for problem in problems:
         rows.setdefault((problem.student, problem.lab), []).append(problem.problem)
     for number in ("301", "305", "306"):
-        texts = rows.pop((f"иванов_иван_{number}", LAB2))
+        texts = rows.pop((f"иванов_иван-{number}", LAB2))
         [text] = [text for text in texts if "участника с именем" in text]
         assert "3 участника с именем «" in text and "(номера 301, 305, 306)" in text
-        assert f"участника {number} оценена под id «иванов_иван_{number}»" in text
+        assert f"участника {number} оценена под id «иванов_иван-{number}»" in text
         assert "ROSTER" in text
         assert ("пустой файл" in texts) == (number == "306")
     # один участник с двумя файлами — не тёзки, а «несколько файлов», как и раньше
     assert set(rows) == {("петров_петр", LAB2)}
     assert all("несколько файлов" in text for text in rows[("петров_петр", LAB2)])
     assert matcher.seen == {
-        ("иванов_иван_301", LAB2): "301",
-        ("иванов_иван_305", LAB2): "305",
-        ("иванов_иван_306", LAB2): "306",
+        ("иванов_иван-301", LAB2): "301",
+        ("иванов_иван-305", LAB2): "305",
+        ("иванов_иван-306", LAB2): "306",
         ("петров_петр", LAB2): "302",
         ("иванов_иван", LAB4): "9",
     }
@@ -386,3 +386,57 @@ def test_participant_numbers_accumulate_lab_by_lab(tmp_path):
     }
     header = (tmp_path / roster.LMS_IDS).read_text(encoding="utf-8").splitlines()[0]
     assert header == "student_id,lab,lms_participant"
+
+
+def test_no_name_can_take_a_namesakes_id(tmp_path):
+    """«Кузнецов Кирилл 401» (участник 403) не получает id тёзки-участника 401: номер тёзки
+    отделён дефисом, которого в id из имени не бывает. Все три работы оценены, у каждой свой
+    номер в lms_ids.csv."""
+    matcher = Matcher(work=tmp_path)
+    submissions, problems = routed(
+        {
+            f"Кузнецов Кирилл_401_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"Кузнецов Кирилл_402_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"Кузнецов Кирилл 401_403_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+        },
+        matcher,
+    )
+    students = sorted(s.student for s in submissions)
+    assert students == ["кузнецов_кирилл-401", "кузнецов_кирилл-402", "кузнецов_кирилл_401"]
+    assert not [p for p in problems if "несколько файлов" in p.problem]
+    assert matcher.seen == {
+        ("кузнецов_кирилл-401", LAB2): "401",
+        ("кузнецов_кирилл-402", LAB2): "402",
+        ("кузнецов_кирилл_401", LAB2): "403",
+    }
+
+
+def test_roster_names_that_differ_only_by_yo_or_case_are_matched_exactly(tmp_path):
+    """В списке и «Алёна», и «Алена» (и «Мира» с «МИРА»): работа каждой — её, а не «двое с
+    одним именем»; написание, которого в списке нет, по-прежнему неоднозначно."""
+    people = load_roster(
+        write(
+            tmp_path / "students.csv",
+            "id,first_name,last_name,email\n"
+            "alyona,Алёна,Смирнова,\nalena,Алена,Смирнова,\n"
+            "mira1,Мира,Ли,\nmira2,МИРА,ЛИ,\n",
+        )
+    )
+    submissions, problems = routed(
+        {
+            f"Смирнова Алёна_11_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"Смирнова Алена_12_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"Мира Ли_13_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"МИРА ЛИ_14_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
+            f"смирнова алёна_15_assignsubmission_file_/{LAB4}.ipynb": blob(submission(LAB4)),
+        },
+        Matcher(people, work=tmp_path),
+    )
+    assert sorted((s.student, s.file.split("_")[1]) for s in submissions) == [
+        ("alena", "12"),
+        ("alyona", "11"),
+        ("mira1", "13"),
+        ("mira2", "14"),
+    ]
+    [problem] = problems
+    assert problem.lab == LAB4 and "несколько человек" in problem.problem

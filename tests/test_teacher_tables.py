@@ -12,7 +12,7 @@ import pytest
 from feedback.teacher import files, tables
 from feedback.teacher.tables import safe_cell, write_csv
 
-DANGEROUS = ['=HYPERLINK("http://evil","жми")', "+1", "-2+3", "@SUM(A1)", "\tx", "\rx"]
+DANGEROUS = ['=HYPERLINK("http://evil","жми")', "+1", "-2+3", "@SUM(A1)", "\tx"]
 
 
 def read_back(path):
@@ -50,6 +50,22 @@ def test_numbers_and_ordinary_text_stay_as_they_are(tmp_path, value, written):
 def test_safe_cell_is_idempotent():
     for cell in DANGEROUS:
         assert safe_cell(safe_cell(cell)) == safe_cell(cell) == "'" + cell
+
+
+def test_control_characters_are_written_visibly(tmp_path):
+    """ESC-последовательность, C1, «справа налево» и возврат каретки из имени файла — видимой
+    записью: ``cat`` таблицы не выполнит их в терминале. Перевод строки и табуляция в коде
+    остаются, и запись снова даёт те же байты."""
+    name = "\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m\u202egpj.ipynb\rx"
+    path = tmp_path / "problems.csv"
+    write_csv(path, ["file", "code"], [[name, "a = 1\n\tb = 2"]])
+    raw = path.read_text(encoding="utf-8")
+    assert not any(ch in raw for ch in "\x1b\x07\x9b\u202e")
+    [_, [file, code]] = read_back(path)
+    assert file == "\\x1b[2J\\x1b]52;c;ZXZpbA==\\x07\\x9b31m\\u202egpj.ipynb\\rx"
+    assert code == "a = 1\n\tb = 2"
+    assert safe_cell(file) == file
+    assert safe_cell("\rx") == "\\rx"  # не начало формулы: возврата каретки больше нет
 
 
 def test_a_cell_that_is_not_utf8_does_not_stop_the_table(tmp_path):
@@ -263,3 +279,17 @@ def test_measured_timings_are_rounded_like_the_table_says():
     case = tables.CaseRow.drawn("ivanov", "lab", "check", {"модель": "BERT", "n": [1, 2]})
     assert json.loads(case.params) == {"модель": "BERT", "n": [1, 2]}
     assert "модель" in case.params  # кириллица — как есть
+
+
+def test_console_lines_carry_no_control_characters():
+    """Строка консоли с именем из работы: ESC, «справа налево», перевод строки — видимой
+    записью (одна строка на экране); обычный текст — без изменений. Так и строка хода
+    make grade."""
+    from feedback.teacher import grade
+    from feedback.teacher.console import safe_console
+    from feedback.teacher.results import TaskOutcome, UnitResult
+
+    assert safe_console("Иванов · 7.2: 2 из 2 (1,5 с)") == "Иванов · 7.2: 2 из 2 (1,5 с)"
+    assert safe_console("a\x1b[2Jb\nВсё собрано\u202e") == "a\\x1b[2Jb\\nВсё собрано\\u202e"
+    result = UnitResult("x\x1b]0;t\x07", "lab", {}, {"a": TaskOutcome(1, 1)})
+    assert grade.progress_line(1, 1, result) == "[1/1] x\\x1b]0;t\\x07 · lab: 1 из 1"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from feedback.teacher.analytics import mistake_rows
+from feedback.teacher.exchange import FILE_PREFIX as EXCHANGE_ROWS
 from feedback.teacher.results import UnitResult
 from feedback.teacher.tables import (
     CaseRow,
@@ -105,13 +106,16 @@ def with_earlier(path: Path, row_type: type, rows: list[Any], touched: set[Work]
     Строка прежнего запуска уходит, если эта работа (учащийся, лабораторная — первые два
     столбца каждой из пяти таблиц) оценена сейчас или стала строкой problems.csv
     (``touched``); строка без учащегося («?») — если сейчас оценивалась её лабораторная; без
-    лабораторной — всегда. Таблица с другими столбцами (прежней версии) не сливается.
+    лабораторной — всегда. Строки problems.csv о сдачах в exchange (их пишет и заменяет
+    ``make collect``) остаются. Таблица с другими столбцами (прежней версии) не сливается.
     """
     earlier = read_rows(path, row_type, exact=True)
     labs = {lab for _, lab in touched}
     kept = []
     for row in earlier:
         student, lab = cells(row)[:2]
-        if lab != "?" and (student, lab) not in touched and not (student == "?" and lab in labs):
+        if row_type is Problem and row.file.startswith(EXCHANGE_ROWS):
+            kept.append(row)  # строки make collect: их заменяет только следующий make collect
+        elif lab != "?" and (student, lab) not in touched and not (student == "?" and lab in labs):
             kept.append(row)
     return sorted(rows + kept, key=natural) if kept else rows

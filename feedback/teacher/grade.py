@@ -68,6 +68,7 @@ from feedback.teacher import (
 )
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, tiny_model_cache
 from feedback.teacher.class_tables import ClassTables
+from feedback.teacher.console import safe_console
 from feedback.teacher.dask_tls import Cluster, DaskRefused, cluster_for
 from feedback.teacher.release import lab_sources
 from feedback.teacher.reports import ReportWriter
@@ -615,7 +616,7 @@ def progress_line(done: int, total: int, result: UnitResult, manual: float = 0) 
     scored = f"{format_plain(score, 2)} из {format_plain(points, 2)}"
     if manual:
         scored = f"автопроверка: {scored}, ещё {format_plain(manual, 2)} — вручную"
-    return f"[{done}/{total}] {result.student} · {result.lab}: {scored}{mark}{took}"
+    return safe_console(f"[{done}/{total}] {result.student} · {result.lab}: {scored}{mark}{took}")
 
 
 def teacher_fault(error: OSError) -> str:
@@ -670,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Оценивание прошло впустую: {error}", file=sys.stderr)
         return 1
     except OSError as error:
-        print(f"Оценивание прервано: {teacher_fault(error)}", file=sys.stderr)
+        print(safe_console(f"Оценивание прервано: {teacher_fault(error)}"), file=sys.stderr)
         return 2
     work = settings.work
     print(f"Оценки: {grades}")

@@ -8,6 +8,9 @@ JupyterLab, преподаватель собирает работы (``nbgrader
 же вкладкой. Всё это делает сам nbgrader; здесь — только его настройка и связь с ``make grade``.
 Пересдача, сдача после срока и учащийся без сдачи — как с архивом Moodle: оценивается последняя
 сдача, опоздавшую ``make collect`` только называет (:func:`late`), несдавшего в таблицах нет.
+Exchange — общая папка, в которую пишут учащиеся, поэтому собирает работы не ``nbgrader
+collect``, а :mod:`feedback.teacher.exchange`: чужие папки сдач, ссылки и время сдачи,
+которое написал сам учащийся, там не принимаются, а права exchange проверяются, а не ставятся.
 
 ``make hub`` запускает настоящий JupyterHub на этой машине для пробы и маленькой группы:
 
@@ -48,7 +51,8 @@ from typing import Any
 
 from feedback.formatting import plural
 from feedback.settings import EXCHANGE_DIR, GRADING_DIR
-from feedback.teacher import files, ledger, roster, uploads
+from feedback.teacher import exchange, files, ledger, roster, uploads
+from feedback.teacher.console import safe_console
 from feedback.teacher.settings import COURSE_ID, DEFAULT_WORK, Settings
 
 #: Папка JupyterHub в рабочей папке: база, пароли, настройки и папки учащихся.
@@ -77,9 +81,10 @@ TEACHER_SERVER_OFF = ("assignment_list", "course_list")
 TEACHER_CSP = "frame-ancestors 'self'"
 #: Новости JupyterLab спрашивают каждого нового пользователя, присылать ли их, — в классе не нужно.
 ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
-#: Папки exchange nbgrader (nbgrader release_assignment создаёт их с этими правами):
-#: корень — всем, курс и выпуски — читать, inbound — только сдавать.
-EXCHANGE_MODE = 0o777
+#: Корень exchange, если его создаёт сам make hub: писать могут все, но переименовать или
+#: удалить папку — только её владелец (бит sticky, как у /tmp). Существующий корень не
+#: трогается: его права ставит администратор, а :func:`exchange.check_exchange` их проверяет.
+EXCHANGE_MODE = 0o1777
 
 
 class HubError(RuntimeError):
@@ -225,10 +230,20 @@ def write_user_config(folder: Path, student_id: str | None, settings: Settings) 
 
 
 def prepare_exchange(settings: Settings) -> Path:
-    """Корень exchange nbgrader — с правами, которых ждёт nbgrader (``ugo+rwx``)."""
+    """Корень exchange nbgrader: новый — с правами :data:`EXCHANGE_MODE`, прежний — как есть.
+
+    Exchange, который учащийся мог подменить (:func:`exchange.check_exchange`), —
+    :class:`HubError` с тем, что исправить.
+    """
     root = settings.exchange
-    root.mkdir(parents=True, exist_ok=True)
-    os.chmod(root, EXCHANGE_MODE)
+    if not root.exists():
+        root.mkdir(parents=True)
+        os.chmod(root, EXCHANGE_MODE)  # mkdir не ставит sticky и урезает права по umask
+    exchange.protect_inbound(root, COURSE_ID)  # inbound прежнего выпуска (nbgrader: 2733)
+    try:
+        exchange.check_exchange(root, COURSE_ID)
+    except exchange.UnsafeExchange as error:
+        raise HubError(str(error)) from None
     return root
 
 
@@ -410,6 +425,7 @@ def release(settings: Settings, lab: str) -> Path:
     prepare_exchange(settings)
     api = nbgrader_api(settings, ExchangeReleaseAssignment__force=True)
     _checked(api.release_assignment(lab), f"выпуск {lab} в exchange")
+    prepare_exchange(settings)  # и sticky на inbound, который выпуск мог только что создать
     return settings.exchange / COURSE_ID / "outbound" / lab
 
 
@@ -430,22 +446,48 @@ def inbound(settings: Settings) -> list[dict[str, str]]:
     return found
 
 
-def collect(settings: Settings) -> dict[str, str]:
-    """``nbgrader collect --update`` каждой лабораторной, которую сдавали: работы → submitted/.
+def collect(settings: Settings) -> exchange.Collection:
+    """Сбор exchange: последняя сдача каждого учащегося каждой лабораторной → ``submitted/``.
 
-    Из нескольких сдач берётся последняя, и сданная после срока тоже (так делает nbgrader, и
-    так приходит последняя сдача в архиве Moodle): опоздавшие называет :func:`late`, а не
-    отбрасывает сбор. ``make grade`` оценивает ``submitted/`` как папку
-    ``<учащийся>/<лабораторная>/``. Возвращает журнал nbgrader.
+    Из нескольких сдач берётся последняя по времени, которое записало ядро, и сданная после
+    срока тоже (так приходит последняя сдача и в архиве Moodle): опоздавших называет
+    :func:`late`. ``make grade`` оценивает ``submitted/`` как папку ``<учащийся>/<лабораторная>/``.
+    Чужие папки сдач, ссылки и всё, что не собрано, — строки problems.csv
+    (:func:`record_problems`); exchange, который могли подменить, — :class:`HubError`.
     """
-    submitted = inbound(settings)
-    labs = sorted({item["lab"] for item in submitted})
-    # На пробе все учащиеся — один пользователь Unix, и сверка владельца сдачи с его id
-    # (check_owner) назвала бы каждую сдачу подлогом; на сервере с настоящими пользователями
-    # она остаётся.
-    same_user = all(Path(item["path"]).stat().st_uid == os.getuid() for item in submitted)
-    api = nbgrader_api(settings, ExchangeCollect__check_owner=not same_user)
-    return {lab: _checked(api.collect(lab, update=True), f"сбор {lab}") for lab in labs}
+    try:
+        found = exchange.collect(
+            settings.exchange, COURSE_ID, settings.submitted, lab_ids(settings)
+        )
+    except exchange.UnsafeExchange as error:
+        raise HubError(str(error)) from None
+    record_problems(settings.work, found.problems)
+    return found
+
+
+def record_problems(work: Path, problems: list[uploads.Problem]) -> None:
+    """Строки сбора exchange в problems.csv: прежние строки сбора заменяются, остальные — нет."""
+    from feedback.teacher.class_tables import natural
+    from feedback.teacher.tables import read_rows, write_rows
+
+    path = work / uploads.Problem.FILE
+    earlier = read_rows(path, uploads.Problem, exact=True)
+    kept = [row for row in earlier if not row.file.startswith(exchange.FILE_PREFIX)]
+    if not problems and len(kept) == len(earlier):
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    write_rows(path, uploads.Problem, sorted(kept + problems, key=natural))
+
+
+def collect_lines(found: exchange.Collection) -> list[str]:
+    """Строки ``make collect``: что собрано, что нет и почему (имена — без управляющих знаков)."""
+    lines = [
+        f"  {item.student} · {item.lab}: сдача {item.time:%Y-%m-%d %H:%M:%S} UTC"
+        for item in found.collected
+    ]
+    for problem in found.problems:
+        lines.append(f"  не собрано: {problem.file} — {problem.problem}")
+    return [safe_console(line) for line in lines]
 
 
 @dataclass(frozen=True)
@@ -477,14 +519,17 @@ def late(settings: Settings) -> list[Late]:
 
     Срок — ``duedate`` лабораторной в базе nbgrader: его ставит преподаватель в formgrader
     (Manage Assignments → карандаш у лабораторной → Due date) или ``nbgrader db assignment add
-    --duedate``; без срока опоздавших нет. Время сдачи — ``timestamp.txt`` от ``nbgrader
-    submit``; сравнивает их так же сам nbgrader (``SubmittedAssignment.total_seconds_late``).
+    --duedate``; без срока опоздавших нет. Время сдачи — ``timestamp.txt``, который пишет
+    ``make collect`` по времени ядра (:mod:`feedback.teacher.exchange`), а не учащийся;
+    сравнивает их так же сам nbgrader (``SubmittedAssignment.total_seconds_late``).
     Такие работы оцениваются как все, без штрафа, как и с Moodle: nbgrader по умолчанию
     опоздание не штрафует (``LateSubmissionPlugin.penalty_method = "none"``).
     """
+    due = _duedates(settings)
+    if not due:
+        return []
     from nbgrader.utils import parse_utc
 
-    due = _duedates(settings)
     found = []
     for stamp in sorted(settings.submitted.glob(f"*/*/{TIMESTAMP}")):
         folder = stamp.parent
@@ -527,8 +572,8 @@ def late_lines(found: list[Late]) -> list[str]:
     ]
     for item in found:
         lines.append(
-            f"  {item.student} · {item.lab}: сдана {item.timestamp:%Y-%m-%d %H:%M} UTC, срок "
-            f"{item.duedate:%Y-%m-%d %H:%M} UTC — {_how_late(item.seconds)}"
+            f"  {safe_console(item.student)} · {item.lab}: сдана {item.timestamp:%Y-%m-%d %H:%M} "
+            f"UTC, срок {item.duedate:%Y-%m-%d %H:%M} UTC — {_how_late(item.seconds)}"
         )
     return lines
 
@@ -576,7 +621,7 @@ def hub_feedback(settings: Settings) -> list[Feedback]:
 
 
 SUBMISSION_SECRET = "submission_secret.txt"
-TIMESTAMP = "timestamp.txt"
+TIMESTAMP = exchange.TIMESTAMP
 
 
 def release_feedback(settings: Settings) -> list[Feedback]:
@@ -701,7 +746,7 @@ def _print_feedback(released: list[Feedback]) -> None:
     )
     for item in released:
         if item.problem:
-            print(f"  не выдан {item.student} · {item.lab}: {item.problem}")
+            print(safe_console(f"  не выдан {item.student} · {item.lab}: {item.problem}"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -730,12 +775,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{lab} выпущена: {release(settings, lab)}")
             return 0
         if args.action == "collect":
-            logs = collect(settings)
-            for log in logs.values():
-                print(log.strip())
-            if not logs:
+            found = collect(settings)
+            for line in collect_lines(found):
+                print(line)
+            if not found.collected and not found.problems:
                 print(f"Сданных работ нет ({settings.exchange / COURSE_ID / 'inbound'}).")
             else:
+                print(exchange.summary(found))
                 print(f"Работы собраны в {settings.submitted}: теперь make grade")
             for line in late_lines(late(settings)):
                 print(line)

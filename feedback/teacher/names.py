@@ -98,7 +98,27 @@ def by_name(text: str) -> Match:
     return Match(student_id(text) or None, lms.participant if lms else None)
 
 
+#: Между именем и номером участника в id тёзки. id по имени (:func:`by_name`) дефиса не
+#: содержит никогда — :func:`name_key` делает из него пробел, а :func:`student_id` пробел
+#: делает «_», — поэтому ``иванов_иван-301`` не получить ни из какого имени: учащаяся,
+#: назвавшаяся в Moodle «Иванов Иван 301», получит ``иванов_иван_301``, а не id тёзки.
+APART = "-"
+
+
+def exact_key(text: str) -> str:
+    """Имя для точного сравнения: NFC и разделители — один пробел, но регистр и «ё» — как есть.
+
+    Им список учащихся различает людей, чьи имена совпадают по :func:`name_key` (Алёна и
+    Алена).
+    """
+    return _SEPARATORS.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
 def apart(student: str, participant: str) -> str:
-    """id одного из тёзок в задании: имя и номер участника (``иванов_иван_301``)."""
-    suffix = f"_{participant}"
+    """id одного из тёзок в задании: имя, дефис и номер участника (``иванов_иван-301``).
+
+    Номер отделён знаком, которого нет ни в одном id по имени (:data:`APART`): никакое имя
+    не даст id тёзки.
+    """
+    suffix = f"{APART}{participant}"
     return student[: MAX_ID - len(suffix)] + suffix

@@ -9,7 +9,8 @@ import`` (``Gradebook.update_or_create_student``).
 Архив Moodle «Скачать все ответы» называет папки ``<Полное имя>_<N>_assignsubmission_file_``:
 N — номер участника в этом задании, у одного человека в каждой лабораторной свой. Папка
 сопоставляется со списком по имени (:func:`name_key`: NFC, без регистра, «ё» = «е», пробелы,
-«_» и «-» подряд — один пробел; и «Имя Фамилия», и «Фамилия Имя»), а N запоминается в
+«_» и «-» подряд — один пробел; и «Имя Фамилия», и «Фамилия Имя»); если так совпали двое
+(«Алёна» и «Алена» в одном списке), решает точное написание (:func:`exact_key`), а N запоминается в
 ``lms_ids.csv`` (учащийся, лабораторная, номер): по нему ``make export`` заполняет
 ведомость Moodle.
 
@@ -22,7 +23,7 @@ N — номер участника в этом задании, у одного 
 Без списка учащихся id — имя из папки Moodle, приведённое как для сравнения
 (:func:`feedback.teacher.names.by_name`: ``Иванов Иван_301_…`` → ``иванов_иван`` в каждой
 лабораторной), номер N запоминается и тогда; два участника одного задания с одним именем
-получают id с номером (``иванов_иван_301``) и строку problems.csv.
+получают id с номером через дефис (``иванов_иван-301``) и строку problems.csv.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from feedback.teacher.names import (  # BLIND, MOODLE_FOLDER — для тех, 
     LmsName,
     Match,
     by_name,
+    exact_key,
     name_key,
     parse_lms_name,
     student_id,
@@ -60,6 +62,11 @@ EMAIL = ("Адрес электронной почты", "Email address")
 #: буквы, цифры, «.», «_», «-» и «@» (почта годится в id).
 _ID = re.compile(r"^\w[\w.@-]*$")
 _NUMBER_AT_END = re.compile(r"(\d+)\s*$")
+
+
+def valid_id(text: str) -> bool:
+    """Годится ли ``text`` в id учащегося (и в имя папки): буквы, цифры, «.», «_», «-», «@»."""
+    return _ID.fullmatch(text) is not None
 
 
 class RosterError(ValueError):
@@ -82,9 +89,16 @@ class Person:
     fields: Mapping[str, str] = field(default_factory=dict)
 
     @property
+    def names(self) -> set[str]:
+        return {f"{self.first_name} {self.last_name}", f"{self.last_name} {self.first_name}"}
+
+    @property
     def keys(self) -> set[str]:
-        names = {f"{self.first_name} {self.last_name}", f"{self.last_name} {self.first_name}"}
-        return {key for key in map(name_key, names) if key}
+        return {key for key in map(name_key, self.names) if key}
+
+    @property
+    def exact_keys(self) -> set[str]:
+        return {key for key in map(exact_key, self.names) if key}
 
 
 @dataclass
@@ -104,7 +118,15 @@ class Roster:
                 self.by_email.setdefault(person.email.casefold(), []).append(person.id)
 
     def find(self, name: str) -> list[str]:
-        return sorted(set(self.by_name.get(name_key(name), [])))
+        """id людей с этим именем; из совпавших по :func:`name_key` — тот, чьё имя написано
+        точно так же, если такой один (в списке и «Алёна», и «Алена»: каждая — своя)."""
+        found = sorted(set(self.by_name.get(name_key(name), [])))
+        if len(found) > 1:
+            key = exact_key(name)
+            exact = [person for person in found if key in self.people[person].exact_keys]
+            if len(exact) == 1:
+                return exact
+        return found
 
 
 def _read_text(path: Path, what: str) -> str:

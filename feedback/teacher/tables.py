@@ -12,6 +12,11 @@
 папок, код, причины проблем с цитатами из работы. Ячейку, которая начинается с ``=``, ``+``,
 ``-``, ``@``, табуляции или возврата каретки, табличный редактор может выполнить как формулу
 (правило OWASP), поэтому такие ячейки пишутся с апострофом впереди (:func:`safe_cell`).
+**Управляющие знаки** (ESC-последовательности, C0 и C1, знаки направления письма) в ячейке
+пишутся видимой записью ``\\x1b`` (:func:`feedback.teacher.console.escape_controls`): ``cat``
+таблицы не выполнит их в терминале преподавателя. Перевод строки и табуляция остаются — в
+ячейках бывает код в несколько строк.
+
 Чтение апостроф не снимает: прочитанная строка — ровно то, что в файле, и, записанная снова
 (строки прежних запусков остаются в таблицах), она даёт те же байты и остаётся безопасной.
 """
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from feedback.settings import MIB
+from feedback.teacher.console import escape_controls
 from feedback.teacher.files import replacing
 
 #: С чего начинается формула (список OWASP).
@@ -41,9 +47,13 @@ def safe_cell(value: Any) -> Any:
     Обезвреживаются только строки: в них и попадает текст из работ. Числа (``int``,
     ``float``) остаются числами: их считаем мы сами (баллы, секунды, номера строк), и
     отрицательными они здесь не бывают; число, которое нужно обезвредить, передавайте
-    строкой. ``None`` — пустая ячейка, как в :mod:`csv`.
+    строкой. ``None`` — пустая ячейка, как в :mod:`csv`. Управляющие знаки строки —
+    видимой записью (:func:`feedback.teacher.console.escape_controls`).
     """
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    if not isinstance(value, str):
+        return value
+    value = escape_controls(value)
+    if value.startswith(FORMULA_START):
         return "'" + value
     return value
 
