@@ -177,6 +177,8 @@ def test_each_learner_is_a_unix_user_with_a_closed_home(class_hub):
         assert entry.pw_shell == hub_users.NOLOGIN
         assert login in hub_users._members(group)
     assert sorted(state["created"]) == sorted([*state["learners"], state["teacher"]])
+    # Чья учётная запись: по этой таблице сбор сверяет владельца сдачи с id.
+    assert hub_users.recorded(chosen.folder) == {state["teacher"]: None, **state["learners"]}
 
 
 @needs_root

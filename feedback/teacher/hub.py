@@ -742,6 +742,8 @@ def _class_banner(hub: Hub, state: Mapping[str, Any]) -> str:
     created = len(state.get("created", []))
     return "\n".join(
         [
+            "Класс: у каждого учащегося свой пользователь Unix и свой пароль "
+            "(проба без них — make hub HUB_MODE=trial).",
             f"JupyterHub класса: {hub.url}",
             f"  учащиеся: {plural(count, 'пользователь', 'пользователя', 'пользователей')} Unix "
             f"из {hub.settings.work / roster.ROSTER} (заведено сейчас: {created}), у каждого "
@@ -851,6 +853,7 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument(
         "--mode", choices=MODES, default=None, help="class (от root — по умолчанию) или trial"
     )
+    start.add_argument("--prefix", default=hub_users.PREFIX, help="приставка имён Unix класса")
     sub.add_parser("stop", help="остановить JupyterHub курса")
     removing = sub.add_parser("remove-users", help="после семестра: удалить учётные записи класса")
     removing.add_argument("--prefix", default=hub_users.PREFIX)
@@ -887,7 +890,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "feedback":
             _print_feedback(release_feedback(settings))
             return 0
-        hub = Hub(settings, args.ip, args.port, args.teacher, choose_mode(args.mode))
+        hub = Hub(settings, args.ip, args.port, args.teacher, choose_mode(args.mode), args.prefix)
         state = prepare(hub, args.roster)
     except HubError as error:
         print(f"JupyterHub курса: {error}", file=sys.stderr)

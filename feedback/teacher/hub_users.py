@@ -454,9 +454,13 @@ def setup(
     return ClassSetup(chosen, created, exchange, listing, page, closed)
 
 
-def recorded(folder: Path) -> list[str]:
-    """Логины, которые заводил режим класса (``class_accounts.json``)."""
-    return list(_read_json(folder / ACCOUNTS))
+def recorded(folder: Path) -> dict[str, str | None]:
+    """Логины, которые заводил режим класса, и чьи они: id из списка, у преподавателя — None.
+
+    По этой таблице сбор сдач может сверить владельца папки в inbound с id учащегося
+    (``c7-ivanov`` сдаёт только как ``ivanov``).
+    """
+    return dict(_read_json(folder / ACCOUNTS))
 
 
 def remove(folder: Path, prefix: str = PREFIX) -> list[str]:
