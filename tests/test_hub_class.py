@@ -11,6 +11,10 @@ Unix с приставкой этого прогона и своим парол�
 Python окружения курса должен быть открыт учащимся; здесь он бывает в закрытом /root (pyenv) —
 тогда тест на время открывает проход (``o+x``, без чтения) и возвращает права.
 
+Без браузера — exchange nbgrader между пользователями Unix: преподаватель выпускает 7.2,
+учащийся берёт и сдаёт её командами nbgrader от своего пользователя (как вкладка Assignments),
+сосед не видит чужой сдачи, ``make collect`` кладёт её в submitted/ под id из списка.
+
 Снимки — в .course-work/screenshots/hub_class/.
 """
 
@@ -129,16 +133,20 @@ def _give(path: Path, login: str, text: str) -> Path:
     return path
 
 
-@pytest.fixture
-def class_hub(python_for_learners):
+@contextmanager
+def class_course(python: Path, work=None):
+    """Клон курса в открытой папке /tmp, Hub в режиме класса с приставкой этого прогона;
+    по выходе пользователи прогона удалены (``userdel -r``), папка — тоже.
+
+    ``work(папка)`` — готовит рабочую папку (например, ``fresh_work``: лабораторные в базе)."""
     if os.geteuid() != 0 or shutil.which("useradd") is None:
         pytest.skip("режим класса заводит пользователей Unix: нужны root и useradd")
-    chromium = chromium_or_skip("класс на одном сервере")
-    proxy = _proxy_or_skip()
     base = Path(tempfile.mkdtemp(prefix="course7-classhub-", dir="/tmp"))
     base.chmod(0o711)
     prefix = f"t{secrets.token_hex(3)}-"
     root = _course_copy(base)
+    if work is not None:
+        work(root / ".course-work")
     roster = base / "students.csv"
     roster.write_text(ROSTER, encoding="utf-8")
     settings = replace(Settings.from_env(), root=root, work=root / ".course-work")
@@ -149,17 +157,11 @@ def class_hub(python_for_learners):
         prefix=prefix,
         shared=base / "srv",
         homes=base / "home",
-        python=python_for_learners,
+        python=python,
     )
-    shutil.rmtree(SHOTS, ignore_errors=True)
-    SHOTS.mkdir(parents=True)
     try:
-        state = hub.prepare(chosen, roster, register=False, proxy=proxy)
-        with hub.running(chosen, base / "jupyterhub.log"):
-            yield chosen, state, chromium, prefix, base / "jupyterhub.log"
+        yield chosen, roster, prefix
     finally:
-        if (base / "jupyterhub.log").is_file():
-            shutil.copy2(base / "jupyterhub.log", SHOTS / "jupyterhub.log")
         try:
             hub_users.remove(chosen.folder, prefix)
         finally:
@@ -168,6 +170,23 @@ def class_hub(python_for_learners):
                     subprocess.run(["userdel", "-r", entry.pw_name], capture_output=True)
             subprocess.run(["groupdel", hub_users.course_group(prefix)], capture_output=True)
             shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def class_hub(python_for_learners):
+    with class_course(python_for_learners) as (chosen, roster, prefix):
+        chromium = chromium_or_skip("класс на одном сервере")
+        proxy = _proxy_or_skip()
+        shutil.rmtree(SHOTS, ignore_errors=True)
+        SHOTS.mkdir(parents=True)
+        log = chosen.settings.root.parent / "jupyterhub.log"
+        state = hub.prepare(chosen, roster, register=False, proxy=proxy)
+        try:
+            with hub.running(chosen, log):
+                yield chosen, state, chromium, prefix, log
+        finally:
+            if log.is_file():
+                shutil.copy2(log, SHOTS / "jupyterhub.log")
 
 
 def _passwords(chosen: hub.Hub) -> dict[str, str]:
@@ -283,3 +302,51 @@ def test_two_learners_on_one_server_see_only_their_own(class_hub):
         page.screenshot(path=str(SHOTS / "petrova_lab.png"))
     assert {ivanov, petrova} <= _server_users()
     assert "Traceback" not in log.read_text(encoding="utf-8")
+
+
+def as_learner(chosen: hub.Hub, login: str, *args: str) -> subprocess.CompletedProcess:
+    """Команда nbgrader от пользователя Unix учащегося, с настройками его сервера."""
+    entry = pwd.getpwnam(login)
+    env = {
+        "HOME": entry.pw_dir,
+        "USER": login,
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "JUPYTER_CONFIG_PATH": str(chosen.config / login),
+    }
+    return subprocess.run(
+        ["setpriv", "--reuid", login, "--regid", str(entry.pw_gid), "--init-groups", *args],
+        cwd=entry.pw_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_exchange_works_between_unix_users(python_for_learners, fresh_work):
+    with class_course(python_for_learners, fresh_work) as (chosen, roster, prefix):
+        proxy = Path(sys.executable)  # JupyterHub здесь не запускается
+        state = hub.prepare(chosen, roster, register=False, proxy=proxy)
+        ivanov, petrova = f"{prefix}ivanov", f"{prefix}petrova"
+        assert state["learners"][petrova] == "Petrova"
+        settings = chosen.settings
+        hub.release(settings, LAB)  # make hub-release LAB=7.2
+        nbgrader = str(Path(sys.executable).with_name("nbgrader"))
+        fetched = as_learner(chosen, petrova, nbgrader, "fetch_assignment", LAB)
+        assert fetched.returncode == 0, fetched.stderr
+        home = Path(pwd.getpwnam(petrova).pw_dir)
+        copy = home / "course7" / LAB / f"{LAB}.ipynb"
+        assert copy.stat().st_uid == pwd.getpwnam(petrova).pw_uid
+        submitted = as_learner(chosen, petrova, nbgrader, "submit", LAB)
+        assert submitted.returncode == 0, submitted.stderr
+        inbound = settings.exchange / "course7" / "inbound"
+        (folder,) = inbound.iterdir()
+        assert folder.name.startswith(f"Petrova+{LAB}+")  # id из списка, а не логин Unix
+        assert folder.stat().st_uid == pwd.getpwnam(petrova).pw_uid  # кто сдал на самом деле
+        # Сосед не видит ни списка сдач, ни чужой сдачи.
+        peek = as_learner(chosen, ivanov, "ls", str(inbound))
+        assert peek.returncode != 0 and "Permission denied" in peek.stderr
+        peek = as_learner(chosen, ivanov, "cat", str(home / "course7" / LAB / f"{LAB}.ipynb"))
+        assert peek.returncode != 0 and "Permission denied" in peek.stderr
+        hub.collect(settings)  # make collect
+        assert (settings.submitted / "Petrova" / LAB / f"{LAB}.ipynb").is_file()
