@@ -16,6 +16,7 @@ import pwd
 import secrets
 import shutil
 import stat
+import subprocess
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from feedback.teacher.settings import COURSE_ID, Settings
 ROSTER = (
     "id,first_name,last_name,email\n"
     "ivanov,Иван,Иванов,i@example.org\n"
-    "Petrova,Мария,<b>Петрова</b>,p@example.org\n"
+    'Petrova,Мария,"<b>Петрова</b>:1,\nx",p@example.org\n'
 )
 SOLUTION = "solutions/lab_7_2_training_flops/lab_7_2_training_flops.ipynb"
 
@@ -120,8 +121,8 @@ def place():
     finally:
         for entry in pwd.getpwall():  # на случай упавшего теста: только пользователи прогона
             if entry.pw_name.startswith(prefix):
-                os.system(f"userdel -r {entry.pw_name} >/dev/null 2>&1")
-        os.system(f"groupdel {hub_users.course_group(prefix)} >/dev/null 2>&1")
+                subprocess.run(["userdel", "-r", entry.pw_name], capture_output=True)
+        subprocess.run(["groupdel", hub_users.course_group(prefix)], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -177,6 +178,8 @@ def test_each_learner_is_a_unix_user_with_a_closed_home(class_hub):
         assert entry.pw_shell == hub_users.NOLOGIN
         assert login in hub_users._members(group)
     assert sorted(state["created"]) == sorted([*state["learners"], state["teacher"]])
+    # Имя из списка — в GECOS без разделителей полей /etc/passwd.
+    assert pwd.getpwnam(f"{prefix}petrova").pw_gecos == "<b>Петрова</b> 1  x Мария"
     # Чья учётная запись: по этой таблице сбор сверяет владельца сдачи с id.
     assert hub_users.recorded(chosen.folder) == {state["teacher"]: None, **state["learners"]}
 
@@ -259,7 +262,7 @@ def test_jupyterhub_logs_in_with_pam_and_runs_each_server_as_its_user(class_hub)
 @needs_root
 def test_a_foreign_unix_user_with_the_same_name_is_never_taken(place):
     base, prefix = place
-    os.system(f"useradd --no-create-home {prefix}ivanov")
+    subprocess.run(["useradd", "--no-create-home", f"{prefix}ivanov"], check=True)
     try:
         account = hub_users.Account(f"{prefix}ivanov", "ivanov")
         hub_users.ensure_group(hub_users.course_group(prefix))
@@ -269,7 +272,7 @@ def test_a_foreign_unix_user_with_the_same_name_is_never_taken(place):
             hub_users.remove_user(account.login, hub_users.course_group(prefix))
         assert pwd.getpwnam(account.login)
     finally:
-        os.system(f"userdel {prefix}ivanov")
+        subprocess.run(["userdel", f"{prefix}ivanov"], check=True)
 
 
 @needs_root

@@ -70,6 +70,8 @@ TEACHER_PASSWORD = 24
 NAME_LIMIT = 32
 _PREFIX_RULE = re.compile(r"^[a-z][a-z0-9]{0,7}-$")
 _NAME_CHARS = re.compile(r"[^a-z0-9_-]")
+#: Имя из списка в поле GECOS /etc/passwd: без разделителей полей и управляющих знаков.
+_GECOS_UNSAFE = re.compile(r"[:,=\x00-\x1f\x7f]")
 
 
 class ClassError(RuntimeError):
@@ -203,7 +205,7 @@ def ensure_user(account: Account, group: str, homes: Path = HOMES) -> bool:
             "--groups",
             group,
             "--comment",
-            account.title.replace(":", " ").replace(",", " ")[:60],
+            _GECOS_UNSAFE.sub(" ", account.title)[:60],
             account.login,
         ]
     )
