@@ -202,7 +202,9 @@ def browser(chromium: str, url: str):
         launched = playwright.chromium.launch(
             executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
         )
-        try:
+
+        def person():
+            """Страница в своём контексте браузера (свои cookie): один человек."""
             context = launched.new_context(viewport={"width": 1280, "height": 800})
             context.set_default_timeout(60_000)
             context.route(
@@ -211,23 +213,28 @@ def browser(chromium: str, url: str):
                     route.continue_() if route.request.url.startswith(url + "/") else route.abort()
                 ),
             )
-            yield context.new_page()
+            return context.new_page()
+
+        try:
+            yield person
         finally:
             launched.close()
 
 
-def log_in(page, url: str, login: str, password: str) -> bool:
-    """Вход на странице JupyterHub; True — вошёл (открылся его JupyterLab)."""
+def submit_login(page, url: str, login: str, password: str) -> bool:
+    """Вход на странице JupyterHub; True — пароль принят (сервер запускается)."""
     page.goto(f"{url}/hub/login")
     page.fill("#username_input", login)
     page.fill("#password_input", password)
     page.click("#login_submit")
     page.wait_for_load_state()
-    if "/hub/login" in page.url:
-        return False
+    return "/hub/login" not in page.url
+
+
+def wait_lab(page) -> None:
+    """Сервер запущен, и его JupyterLab открылся."""
     page.wait_for_url(re.compile(r"/user/[^/]+/lab"), timeout=120_000)
     page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=120_000)
-    return True
 
 
 def run_probe(page, url: str, login: str) -> dict[str, str]:
@@ -282,11 +289,18 @@ def test_two_learners_on_one_server_see_only_their_own(class_hub):
     chosen_passwords = _passwords(chosen)
     url = chosen.url.rstrip("/")
 
-    with browser(chromium, url) as page:
-        assert not log_in(page, url, ivanov, chosen_passwords[petrova])  # чужой пароль
+    with browser(chromium, url) as person:
+        # Петрова входит со своим паролем; её сервер запускается, пока работает Иванов.
+        her = person()
+        assert submit_login(her, url, petrova, chosen_passwords[petrova])
+        page = person()
+        assert not submit_login(page, url, ivanov, chosen_passwords[petrova])  # чужой пароль
         page.screenshot(path=str(SHOTS / "ivanov_wrong_password.png"))
-        assert log_in(page, url, ivanov, chosen_passwords[ivanov])
+        assert submit_login(page, url, ivanov, chosen_passwords[ivanov])
+        wait_lab(page)
         seen = run_probe(page, url, ivanov)
+        wait_lab(her)
+        her.screenshot(path=str(SHOTS / "petrova_lab.png"))
     assert seen == {
         "чужая тетрадка": "ЗАКРЫТ",
         "решения курса": "ЗАКРЫТ",
@@ -296,10 +310,6 @@ def test_two_learners_on_one_server_see_only_their_own(class_hub):
         "тетрадка курса": "ОТКРЫТ",
         "своё": "ОТКРЫТ",
     }
-
-    with browser(chromium, url) as page:
-        assert log_in(page, url, petrova, chosen_passwords[petrova])
-        page.screenshot(path=str(SHOTS / "petrova_lab.png"))
     assert {ivanov, petrova} <= _server_users()
     assert "Traceback" not in log.read_text(encoding="utf-8")
 
