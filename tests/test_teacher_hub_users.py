@@ -257,6 +257,12 @@ def test_jupyterhub_logs_in_with_pam_and_runs_each_server_as_its_user(class_hub)
     c.Spawner.pre_spawn_hook(spawner)
     assert spawner.environment["JUPYTER_CONFIG_PATH"] == str(chosen.config / f"{prefix}ivanov")
     assert spawner.notebook_dir == ""  # учащийся — в своей домашней папке
+    teacher = SimpleNamespace(user=SimpleNamespace(name=state["teacher"]), environment={})
+    teacher.notebook_dir = ""
+    c.Spawner.pre_spawn_hook(teacher)
+    assert teacher.notebook_dir == str(chosen.settings.root)  # formgrader над курсом
+    assert teacher.environment["COURSE7_GRADING_DIR"] == str(chosen.settings.work)
+    assert teacher.environment["JUPYTER_CONFIG_PATH"] == str(chosen.config / state["teacher"])
 
 
 @needs_root
@@ -282,10 +288,10 @@ def test_after_the_semester_the_users_and_their_passwords_are_removed(
     chosen, state, prefix = class_hub
     homes = [Path(pwd.getpwnam(login).pw_dir) for login in state["learners"]]
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(chosen.settings.work))
-    assert hub.main(["remove-users", "--prefix", prefix]) == 1  # без --yes — только список
+    assert hub.main(["remove-users"]) == 1  # без --yes — только список
     assert f"{prefix}petrova" in capsys.readouterr().out
     assert all(home.is_dir() for home in homes)
-    assert hub.main(["remove-users", "--prefix", prefix, "--yes"]) == 0
+    assert hub.main(["remove-users", "--yes"]) == 0  # приставка — та, что у make hub
     assert f"{prefix}petrova" in capsys.readouterr().out
     assert not [entry for entry in pwd.getpwall() if entry.pw_name.startswith(prefix)]
     assert not any(home.exists() for home in homes)

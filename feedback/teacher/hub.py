@@ -9,7 +9,10 @@ JupyterLab, преподаватель собирает работы (``nbgrader
 Пересдача, сдача после срока и учащийся без сдачи — как с архивом Moodle: оценивается последняя
 сдача, опоздавшую ``make collect`` только называет (:func:`late`), несдавшего в таблицах нет.
 
-``make hub`` запускает настоящий JupyterHub на этой машине для пробы и маленькой группы:
+``make hub`` запускает настоящий JupyterHub на этой машине. От root — класс на одном сервере
+(:mod:`feedback.teacher.hub_users`: у каждого учащегося свой пользователь Unix и свой пароль,
+вход PAM, решения и рабочая папка закрыты); без root или с ``HUB_MODE=trial`` — проба, о ней
+ниже:
 
 - учётные записи — из списка учащихся (``students.csv``, тот же, что у ``make grade``) и
   преподаватель (``teacher``), который состоит в группе formgrader ``formgrade-course7``;
@@ -351,6 +354,7 @@ def _prepare_class(
     owner = pwd.getpwuid(os.geteuid()).pw_name
     extra = {
         "run_as": {teacher: owner},
+        "prefix": hub.prefix,
         "password_list": str(done.password_list),
         "password_page": str(done.password_page),
         "created": done.created,
@@ -753,7 +757,7 @@ def _class_banner(hub: Hub, state: Mapping[str, Any]) -> str:
             f"  exchange: {hub.settings.exchange}; учащимся закрыты рабочая папка и всё в",
             f"  {hub.settings.root}, кроме пакета проверок, notebooks/ и .venv",
             "Остановить: Ctrl+C здесь или make hub-stop; учётные записи после семестра убирает",
-            "  .venv/bin/python -m feedback.teacher.hub_users remove --yes",
+            "  sudo .venv/bin/python -m feedback.teacher.hub remove-users --yes",
         ]
     )
 
@@ -856,7 +860,7 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--prefix", default=hub_users.PREFIX, help="приставка имён Unix класса")
     sub.add_parser("stop", help="остановить JupyterHub курса")
     removing = sub.add_parser("remove-users", help="после семестра: удалить учётные записи класса")
-    removing.add_argument("--prefix", default=hub_users.PREFIX)
+    removing.add_argument("--prefix", default=None, help="приставка (по умолчанию — из make hub)")
     removing.add_argument("--yes", action="store_true", help="да, и их домашние папки")
     released = sub.add_parser("release", help="выпустить лабораторную в exchange")
     released.add_argument("lab", help="id лабораторной или её номер (7.2)")
@@ -871,7 +875,10 @@ def main(argv: list[str] | None = None) -> int:
             print("JupyterHub курса остановлен." if stopped else "JupyterHub курса не запущен.")
             return 0
         if args.action == "remove-users":
-            return _remove_users(settings.work / HUB, args.prefix, args.yes)
+            folder = settings.work / HUB
+            state = load_state(folder) if (folder / STATE).is_file() else {}
+            prefix = args.prefix or state.get("prefix", hub_users.PREFIX)
+            return _remove_users(folder, prefix, args.yes)
         if args.action == "release":
             lab = resolve_lab(args.lab, settings)
             print(f"{lab} выпущена: {release(settings, lab)}")
