@@ -296,3 +296,25 @@ def test_after_the_semester_the_users_and_their_passwords_are_removed(
     assert not [entry for entry in pwd.getpwall() if entry.pw_name.startswith(prefix)]
     assert not any(home.exists() for home in homes)
     assert not (chosen.folder / hub_users.PASSWORD_LIST).exists()
+
+
+@needs_root
+def test_the_trial_exchange_moves_to_the_class_whole(place):
+    """exchange пробы (выпуски и сдачи) переезжает в общую папку класса целиком, а второй
+    exchange рядом с ним не затирается: make hub просит свести их руками."""
+    base, _ = place
+    settings = replace(Settings(), root=base / "course", work=base / "work")
+    submission = settings.work / "exchange" / COURSE_ID / "inbound" / "ivanov+lab+1"
+    submission.mkdir(parents=True)
+    (submission / "lab.ipynb").write_text("{}")
+    target = hub_users.prepare_exchange_link(settings, base / "srv")
+    assert target == (base / "srv" / "exchange").resolve()
+    assert (target / COURSE_ID / "inbound" / "ivanov+lab+1" / "lab.ipynb").read_text() == "{}"
+    assert (settings.work / "exchange").resolve() == target
+    assert hub_users.prepare_exchange_link(settings, base / "srv") == target  # повтор — то же
+
+    other = replace(settings, work=base / "work2")
+    (other.work / "exchange").mkdir(parents=True)
+    with pytest.raises(hub_users.ClassError, match="оба exchange"):
+        hub_users.prepare_exchange_link(other, base / "srv")
+    assert (target / COURSE_ID / "inbound" / "ivanov+lab+1").is_dir()
