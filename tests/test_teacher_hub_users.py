@@ -17,6 +17,7 @@ import secrets
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -228,6 +229,12 @@ def test_the_exchange_is_as_nbgrader_wants_and_reachable_through_the_work_folder
     link = chosen.settings.work / "exchange"
     assert link.is_symlink() and link.resolve() == exchange.resolve()
     assert hub_users.unreachable(exchange) is None
+    # Папки курса — от root, с правами nbgrader: учащийся не займёт course7/ первым.
+    course = exchange / COURSE_ID
+    assert [(path.stat().st_uid, mode(path)) for path in (course, course / "inbound")] == [
+        (0, 0o755),
+        (0, 0o2733),
+    ]
     # Настройки сервера учащегося: exchange по настоящему пути, читает только он сам.
     folder = chosen.config / f"{prefix}petrova"
     assert folder.parent == chosen.shared / "config"
@@ -318,3 +325,15 @@ def test_the_trial_exchange_moves_to_the_class_whole(place):
     with pytest.raises(hub_users.ClassError, match="оба exchange"):
         hub_users.prepare_exchange_link(other, base / "srv")
     assert (target / COURSE_ID / "inbound" / "ivanov+lab+1").is_dir()
+
+
+@needs_root
+def test_a_course_folder_taken_by_a_learner_stops_make_hub(class_hub):
+    chosen, _, prefix = class_hub
+    course = chosen.shared / "exchange" / COURSE_ID
+    shutil.rmtree(course)
+    course.mkdir()
+    learner = pwd.getpwnam(f"{prefix}ivanov")
+    os.chown(course, learner.pw_uid, learner.pw_gid)
+    with pytest.raises(hub.HubError, match="создал не root"):
+        hub.prepare(chosen, None, register=False, proxy=Path(sys.executable))

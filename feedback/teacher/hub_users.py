@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedback.teacher import files, public
-from feedback.teacher.settings import Settings
+from feedback.teacher.settings import COURSE_ID, Settings
 
 #: Приставка имён Unix учётных записей курса (``c7-ivanov``): сразу видно, чьи они.
 PREFIX = "c7-"
@@ -359,12 +359,31 @@ def prepare_exchange_link(settings: Settings, shared: Path) -> Path:
             link.symlink_to(target)
     target.mkdir(parents=True, exist_ok=True)
     _owned_by_root(target, 0o1777)
+    _course_folders(target / COURSE_ID)
     closed = unreachable(target)
     if closed is not None:
         raise ClassError(
             f"учащиеся не могут пройти к exchange {target}: к {closed} нет доступа (chmod o+x)"
         )
     return target.resolve()
+
+
+def _course_folders(course: Path) -> None:
+    """Папки курса в exchange — сразу, от root и с правами nbgrader: корень exchange открыт
+    всем на запись, и учащийся, создавший ``course7/`` первым, стал бы его владельцем."""
+    for path, mode in (
+        (course, 0o755),
+        (course / "outbound", 0o755),
+        (course / "inbound", 0o2733),
+        (course / "feedback", 0o711),
+    ):
+        if path.is_symlink() or (path.exists() and path.lstat().st_uid != 0):
+            raise ClassError(
+                f"{path} создал не root: его мог занять учащийся. Посмотрите, что там, и удалите "
+                "его — make hub создаст заново"
+            )
+        path.mkdir(exist_ok=True)
+        os.chmod(path, mode)
 
 
 def share_config(folder: Path, login: str, terminal: bool = True) -> None:
