@@ -167,7 +167,8 @@ hub-proxy: $(HUB_PROXY)
 hub: $(STAMP) $(HUB_PROXY)
 	$(BIN)/python -m feedback.teacher.hub start $(if $(ROSTER),--roster "$(ROSTER)") \
 		$(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(HUB_IP),--ip $(HUB_IP)) \
-		$(if $(TEACHER),--teacher "$(TEACHER)")
+		$(if $(TEACHER),--teacher "$(TEACHER)") \
+		$(if $(HUB_MODE),--mode "$(HUB_MODE)") $(if $(HUB_PREFIX),--prefix "$(HUB_PREFIX)")
 
 hub-stop: $(STAMP)
 	$(BIN)/python -m feedback.teacher.hub stop

@@ -145,6 +145,8 @@ def test_everything_grading_imports_is_declared_in_grading():
         for name in third_party_imports(path.read_text(encoding="utf-8")):
             if name in {"distributed", "cryptography"}:  # make grade SCHEDULER=…: cluster
                 assert name in extra_requirements("cluster")
+            elif name == "jupyterhub":  # только серверы make hub (hub_spawner.py): дополнение hub
+                assert name in extra_requirements("hub")
             elif name not in declared:
                 missing.setdefault(name, []).append(str(path.relative_to(ROOT)))
     assert not missing, f"не названы в дополнении grading: {missing}"

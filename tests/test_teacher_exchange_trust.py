@@ -181,6 +181,27 @@ def test_a_submission_in_another_learners_name_is_refused(settings, users, monke
     assert honest.exists() and own.exists()  # exchange не меняется
 
 
+def test_a_class_login_submits_only_under_its_own_roster_id(settings, users):
+    """Класс ``make hub``: логин записан с id из списка (``c7kirill`` → ``kirill``) — его сдача
+    под этим id собрана, а под id соседа (даже совпадающим с другим логином) — отказ."""
+    accounts = {LEARNER: "kirill", OTHER: "mallory"}
+    (settings.work / hub.HUB).mkdir(parents=True)
+    (settings.work / hub.HUB / hub.hub_users.ACCOUNTS).write_text(json.dumps(accounts))
+    submit(settings, "kirill", "2026-12-01 10:00:00.000000 UTC", "x = 1", users[LEARNER])
+    forged = submit(settings, "mallory", "2026-12-01 10:00:00.000000 UTC", "x = 0", users[LEARNER])
+    submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 2", users[LEARNER])
+
+    hub.collect(settings)
+
+    assert f"{LAB}.ipynb" in collected(settings, "kirill")
+    assert collected(settings, "mallory") == {} and collected(settings, LEARNER) == {}
+    refused = sorted(row.file for row in problems(settings) if "подлог" in row.problem)
+    assert refused == sorted(
+        f"{exchange.FILE_PREFIX}{name}"
+        for name in (forged.name, *(p.name for p in forged.parent.glob(f"{LEARNER}+*")))
+    )
+
+
 def test_the_refusal_row_survives_make_grade_tables(settings, users):
     """Строку сбора не стирает слияние таблиц make grade, даже когда работу оценили."""
     from feedback.teacher.class_tables import ClassTables, write

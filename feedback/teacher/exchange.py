@@ -35,7 +35,7 @@ import re
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -211,11 +211,17 @@ def _time(nanoseconds: int) -> datetime:
     return min(moment, datetime.now(UTC)).replace(tzinfo=None)
 
 
-def _accepts(uid: int, student: str) -> bool:
-    """Сдача от имени ``student`` от пользователя ``uid``: он сам или преподаватель."""
+def _accepts(uid: int, student: str, accounts: Mapping[str, str | None]) -> bool:
+    """Сдача от имени ``student`` от пользователя ``uid``: он сам или преподаватель.
+
+    ``accounts`` — логины класса ``make hub`` и чьи они (``c7-ivanov`` → ``ivanov``): такой
+    логин сдаёт только под своим id из списка.
+    """
     if uid in teacher_uids():
         return True  # пробный make hub: все серверы — процессы преподавателя
     owner = _owner(uid)
+    if owner in accounts:
+        return accounts[owner] == student
     return owner in (student, student.lower())  # JupyterHub: имя входа — в нижнем регистре
 
 
@@ -254,14 +260,18 @@ def _walk(fd: int, prefix: tuple[str, ...], found: list[Entry], problems: list[s
                 _walk(inner, entry.parts, found, problems)
 
 
-def scan(inbound: Path, labs: Iterable[str]) -> tuple[list[Attempt], list[Problem]]:
+def scan(
+    inbound: Path, labs: Iterable[str], accounts: Mapping[str, str | None] | None = None
+) -> tuple[list[Attempt], list[Problem]]:
     """Сдачи в ``inbound``, которым можно верить, и строки problems.csv об остальных.
 
     Не собирается (строка problems.csv): не папка (ссылка, файл), имя не по раскладке
     nbgrader, id, который не годится в имя папки, чужая лабораторная и — главное — папка,
-    владелец которой не тот учащийся, чьим id она названа.
+    владелец которой не тот учащийся, чьим id она названа (``accounts`` — логины класса
+    ``make hub`` и их id, :func:`feedback.teacher.hub_users.recorded`).
     """
     labs = set(labs)
+    accounts = dict(accounts or {})
     attempts: list[Attempt] = []
     problems: list[Problem] = []
     fd = os.open(inbound, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -273,7 +283,7 @@ def scan(inbound: Path, labs: Iterable[str]) -> tuple[list[Attempt], list[Proble
             student = match["student"] if match else "?"
             lab = match["lab"] if match and match["lab"] in labs else "?"
             info = item.stat(follow_symlinks=False)
-            why = _refusal(info, match, lab)
+            why = _refusal(info, match, lab, accounts)
             entries: list[Entry] = []
             notes: list[str] = []
             if why is None:
@@ -296,7 +306,12 @@ def scan(inbound: Path, labs: Iterable[str]) -> tuple[list[Attempt], list[Proble
     return attempts, problems
 
 
-def _refusal(info: os.stat_result, match: re.Match[str] | None, lab: str) -> str | None:
+def _refusal(
+    info: os.stat_result,
+    match: re.Match[str] | None,
+    lab: str,
+    accounts: Mapping[str, str | None],
+) -> str | None:
     """Почему папку в inbound нельзя собрать (по lstat, не открывая её), или ``None``."""
     if not stat.S_ISDIR(info.st_mode):
         return "не папка сдачи (ссылка или файл) — не открыта и не собрана"
@@ -305,7 +320,7 @@ def _refusal(info: os.stat_result, match: re.Match[str] | None, lab: str) -> str
     if lab == "?":
         return f"лабораторной «{match['lab']}» в курсе нет — сдача не собрана"
     student, owner = match["student"], _owner(info.st_uid)
-    if not _accepts(info.st_uid, student):
+    if not _accepts(info.st_uid, student, accounts):
         return (
             f"папка сдачи названа id «{student}», а создал её пользователь «{owner}» — похоже "
             f"на подлог: не собрана. Удалите её из exchange и поговорите с «{owner}»"
@@ -412,7 +427,13 @@ def _copy(inbound: Path, attempt: Attempt, target: Path, problems: list[Problem]
 TIMESTAMP = "timestamp.txt"
 
 
-def collect(exchange: Path, course: str, submitted: Path, labs: Iterable[str]) -> Collection:
+def collect(
+    exchange: Path,
+    course: str,
+    submitted: Path,
+    labs: Iterable[str],
+    accounts: Mapping[str, str | None] | None = None,
+) -> Collection:
     """Последняя сдача каждого учащегося каждой лабораторной — в ``submitted/<id>/<лаб>/``.
 
     Сначала проверяется exchange (:func:`check_exchange`); потом сдачи (:func:`scan`), из
@@ -426,7 +447,7 @@ def collect(exchange: Path, course: str, submitted: Path, labs: Iterable[str]) -
     inbound = exchange / course / "inbound"
     if not inbound.is_dir():
         return result
-    attempts, result.problems = scan(inbound, labs)
+    attempts, result.problems = scan(inbound, labs, accounts)
     for (student, lab), attempt in sorted(latest(attempts).items()):
         final = submitted / student / lab
         final.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,10 @@ Exchange — общая папка, в которую пишут учащиес�
 collect``, а :mod:`feedback.teacher.exchange`: чужие папки сдач, ссылки и время сдачи,
 которое написал сам учащийся, там не принимаются, а права exchange проверяются, а не ставятся.
 
-``make hub`` запускает настоящий JupyterHub на этой машине для пробы и маленькой группы:
+``make hub`` запускает настоящий JupyterHub на этой машине. От root — класс на одном сервере
+(:mod:`feedback.teacher.hub_users`: у каждого учащегося свой пользователь Unix и свой пароль,
+вход PAM, решения и рабочая папка закрыты); без root или с ``HUB_MODE=trial`` — проба, о ней
+ниже:
 
 - учётные записи — из списка учащихся (``students.csv``, тот же, что у ``make grade``) и
   преподаватель (``teacher``), который состоит в группе formgrader ``formgrade-course7``;
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -44,14 +48,14 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from feedback.formatting import plural
 from feedback.settings import EXCHANGE_DIR, GRADING_DIR
-from feedback.teacher import exchange, files, ledger, roster, uploads
+from feedback.teacher import exchange, files, hub_users, ledger, roster, uploads
 from feedback.teacher.console import safe_console
 from feedback.teacher.settings import COURSE_ID, DEFAULT_WORK, Settings
 
@@ -85,6 +89,10 @@ ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
 #: удалить папку — только её владелец (бит sticky, как у /tmp). Существующий корень не
 #: трогается: его права ставит администратор, а :func:`exchange.check_exchange` их проверяет.
 EXCHANGE_MODE = 0o1777
+#: Режимы make hub (HUB_MODE): проба на своей машине и класс на одном сервере.
+TRIAL = "trial"
+CLASS = "class"
+MODES = (TRIAL, CLASS)
 
 
 class HubError(RuntimeError):
@@ -144,6 +152,14 @@ class Hub:
     ip: str = "127.0.0.1"
     port: int = 8000
     teacher: str = TEACHER
+    #: ``trial`` — проба (один пользователь Unix, общий пароль), ``class`` — класс на сервере
+    #: (:mod:`feedback.teacher.hub_users`). ``make hub`` выбирает сам (:func:`choose_mode`).
+    mode: str = TRIAL
+    prefix: str = hub_users.PREFIX
+    shared: Path = hub_users.SHARED
+    homes: Path = hub_users.HOMES
+    #: Python окружения курса: из него запускаются JupyterHub, серверы и ядра.
+    python: Path = field(default_factory=lambda: Path(sys.executable))
 
     @property
     def folder(self) -> Path:
@@ -155,7 +171,9 @@ class Hub:
 
     @property
     def config(self) -> Path:
-        return self.folder / "config"
+        """Настройки серверов: в пробе — в рабочей папке, в классе — в общей папке класса
+        (рабочая папка закрыта для учащихся)."""
+        return self.shared / "config" if self.mode == CLASS else self.folder / "config"
 
     @property
     def url(self) -> str:
@@ -279,27 +297,85 @@ def prepare(
 
         gradebook.register(work)
         gradebook.import_students(work, [person.fields for person in people.people.values()])
-    prepare_exchange(hub.settings)
-    for name, person in accounts.items():
-        write_user_config(hub.config / name, person, hub.settings)
-    write_user_config(hub.config / hub_name(hub.teacher), None, hub.settings)
-    hub.users.mkdir(parents=True, exist_ok=True)
+    teacher = hub_name(hub.teacher)
+    extra: dict[str, Any] = {}
+    if hub.mode == CLASS:
+        titles = {
+            person_id: f"{person.last_name} {person.first_name}".strip()
+            for person_id, person in people.people.items()
+        }
+        teacher, accounts, extra = _prepare_class(hub, titles)
+    else:
+        prepare_exchange(hub.settings)
+        for name, person in accounts.items():
+            write_user_config(hub.config / name, person, hub.settings)
+        write_user_config(hub.config / teacher, None, hub.settings)
+        hub.users.mkdir(parents=True, exist_ok=True)
+        passwords(hub.folder)  # пароли — только в passwords.json (его читает лишь владелец)
     state = {
+        "mode": hub.mode,
         "root": str(hub.settings.root),
         "work": str(work),
         "exchange": str(hub.settings.exchange),
+        "config": str(hub.config),
         "ip": hub.ip,
         "port": hub.port,
         "hub_port": free_port(),
         "proxy_api_port": free_port(),
         "proxy": str(proxy),
-        "teacher": hub_name(hub.teacher),
+        "teacher": teacher,
         "learners": accounts,
-        "python": sys.executable,
+        "python": str(hub.python),
+        **extra,
     }
-    passwords(hub.folder)  # пароли — только в passwords.json (его читает лишь владелец)
     _write_json(hub.folder / STATE, state)
     return state
+
+
+def _prepare_class(
+    hub: Hub, titles: Mapping[str, str]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """Режим класса: учётные записи Unix, пароли, закрытый клон, exchange и настройки серверов.
+
+    Возвращает логин преподавателя, «логин → id» учащихся и добавки к ``hub.json``.
+    """
+    import pwd
+
+    try:
+        done = hub_users.setup(
+            hub.settings,
+            hub.folder,
+            titles,
+            hub.teacher,
+            hub.url,
+            prefix=hub.prefix,
+            shared=hub.shared,
+            homes=hub.homes,
+            python=hub.python,
+        )
+    except hub_users.ClassError as error:
+        raise HubError(str(error)) from None
+    # Учащиеся видят exchange по настоящему пути: ссылка в рабочей папке им закрыта.
+    learners_view = replace(hub.settings, exchange_dir=done.exchange)
+    teacher = next(account.login for account in done.accounts if account.teacher)
+    accounts = {
+        account.login: account.student_id
+        for account in done.accounts
+        if account.student_id is not None
+    }
+    for login, person in accounts.items():
+        hub_users.share_config(write_user_config(hub.config / login, person, learners_view), login)
+    os.chmod(write_user_config(hub.config / teacher, None, hub.settings), 0o700)
+    owner = pwd.getpwuid(os.geteuid()).pw_name
+    extra = {
+        "run_as": {teacher: owner},
+        "prefix": hub.prefix,
+        "password_list": str(done.password_list),
+        "password_page": str(done.password_page),
+        "created": done.created,
+        "closed": [str(path) for path in done.closed],
+    }
+    return teacher, accounts, extra
 
 
 # --------------------------------------------------------------------------- JupyterHub
@@ -317,7 +393,7 @@ def spawn_settings(name: str, state: Mapping[str, Any]) -> dict[str, Any]:
     folder = Path(state["work"]) / HUB
     python = Path(state["python"])
     env = {
-        "JUPYTER_CONFIG_PATH": str(folder / "config" / name),
+        "JUPYTER_CONFIG_PATH": str(Path(state.get("config", folder / "config")) / name),
         # nbgrader и ядра — из того же окружения, что и JupyterHub.
         "PATH": os.pathsep.join([str(python.parent), os.environ.get("PATH", "/usr/bin:/bin")]),
     }
@@ -330,8 +406,10 @@ def spawn_settings(name: str, state: Mapping[str, Any]) -> dict[str, Any]:
     return {"environment": env, "notebook_dir": notebook_dir}
 
 
-def _pre_spawn_hook(spawner: Any) -> None:
-    state = load_state(Path(spawner.home_dir).parent.parent)
+def _pre_spawn_hook(spawner: Any, folder: Path | None = None) -> None:
+    """Окружение и корень сервера перед запуском (``folder`` — папка JupyterHub; в пробе её
+    можно узнать и по папке учащегося)."""
+    state = load_state(folder or Path(spawner.home_dir).parent.parent)
     chosen = spawn_settings(spawner.user.name, state)
     spawner.environment = {**spawner.environment, **chosen["environment"]}
     if chosen["notebook_dir"]:
@@ -341,7 +419,6 @@ def _pre_spawn_hook(spawner: Any) -> None:
 def configure(c: Any, folder: Path) -> None:
     """Настройки JupyterHub курса (``c`` — ``get_config()`` в hub/jupyterhub_config.py)."""
     state = load_state(folder)
-    chosen = passwords(folder)
     teacher, accounts = state["teacher"], sorted(state["learners"])
     python = Path(state["python"])
     c.JupyterHub.bind_url = f"http://{state['ip']}:{state['port']}"
@@ -352,32 +429,40 @@ def configure(c: Any, folder: Path) -> None:
     c.JupyterHub.db_url = f"sqlite:///{folder / 'jupyterhub.sqlite'}"
     c.JupyterHub.cookie_secret_file = str(folder / "jupyterhub_cookie_secret")
     c.JupyterHub.pid_file = str(folder / "jupyterhub.pid")
-    # Вход: общий пароль учащихся и пароль преподавателя (администратора JupyterHub).
-    c.JupyterHub.authenticator_class = "shared-password"
-    c.SharedPasswordAuthenticator.user_password = chosen["learners"]
-    c.SharedPasswordAuthenticator.admin_password = chosen["teacher"]
+    if state.get("mode", TRIAL) == CLASS:
+        # Вход: системный пароль своего пользователя Unix (PAM); серверы — процессы своих
+        # пользователей, преподаватель — от владельца курса (feedback/teacher/hub_spawner.py).
+        c.JupyterHub.authenticator_class = "pam"
+        c.JupyterHub.spawner_class = "feedback.teacher.hub_spawner.CourseSpawner"
+        c.CourseSpawner.run_as = state["run_as"]
+    else:
+        # Вход: общий пароль учащихся и пароль преподавателя (администратора JupyterHub).
+        chosen = passwords(folder)
+        c.JupyterHub.authenticator_class = "shared-password"
+        c.SharedPasswordAuthenticator.user_password = chosen["learners"]
+        c.SharedPasswordAuthenticator.admin_password = chosen["teacher"]
+        # Серверы — процессы этого же пользователя Unix в своих папках (проба, без изоляции).
+        c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"
+        c.SimpleLocalProcessSpawner.home_dir_template = str(folder / "users" / "{username}")
     c.Authenticator.admin_users = {teacher}
     c.Authenticator.allowed_users = {teacher, *accounts}
     c.JupyterHub.load_groups = {
         FORMGRADERS: {"users": [teacher]},
         LEARNERS: {"users": accounts},
     }
-    # Серверы — процессы этого же пользователя Unix в своих папках (проба, без изоляции).
-    c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"
-    c.SimpleLocalProcessSpawner.home_dir_template = str(folder / "users" / "{username}")
     c.Spawner.cmd = [str(python.with_name("jupyterhub-singleuser"))]
     c.Spawner.default_url = "/lab"
-    c.Spawner.pre_spawn_hook = _pre_spawn_hook
+    c.Spawner.pre_spawn_hook = functools.partial(_pre_spawn_hook, folder=folder)
     c.Spawner.start_timeout = 180
     c.Spawner.http_timeout = 180
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         c.Spawner.args = ["--ServerApp.allow_root=True"]
-    c.JupyterHub.template_vars = {
-        "announcement_login": (
-            "Курс 7 «Ускорьте свою модель»: имя — ваш id из списка курса, пароль — от "
-            "преподавателя."
-        )
-    }
+    login = (
+        "имя и пароль — с листа от преподавателя"
+        if state.get("mode", TRIAL) == CLASS
+        else "имя — ваш id из списка курса, пароль — от преподавателя"
+    )
+    c.JupyterHub.template_vars = {"announcement_login": f"Курс 7 «Ускорьте свою модель»: {login}."}
 
 
 # --------------------------------------------------------------------------- nbgrader
@@ -457,7 +542,11 @@ def collect(settings: Settings) -> exchange.Collection:
     """
     try:
         found = exchange.collect(
-            settings.exchange, COURSE_ID, settings.submitted, lab_ids(settings)
+            settings.exchange,
+            COURSE_ID,
+            settings.submitted,
+            lab_ids(settings),
+            accounts=hub_users.recorded(settings.work / HUB),
         )
     except exchange.UnsafeExchange as error:
         raise HubError(str(error)) from None
@@ -666,11 +755,29 @@ def hub_env(hub: Hub) -> dict[str, str]:
     }
 
 
+def choose_mode(asked: str | None, euid: int | None = None) -> str:
+    """Режим ``make hub``: названный (``HUB_MODE``) или сам — класс, если запущен от root.
+
+    root может завести каждому учащемуся своего пользователя Unix, и тогда проба без изоляции
+    не нужна; не root — только проба.
+    """
+    if asked:
+        if asked not in MODES:
+            raise HubError(f"HUB_MODE={asked}: выберите {' или '.join(MODES)}")
+        return asked
+    euid = os.geteuid() if euid is None else euid
+    return CLASS if euid == 0 else TRIAL
+
+
 def banner(hub: Hub, state: Mapping[str, Any]) -> str:
     count = len(state["learners"])
+    if state.get("mode", TRIAL) == CLASS:
+        return _class_banner(hub, state)
     chosen = passwords(hub.folder)
     return "\n".join(
         [
+            "Проба: все серверы — один пользователь Unix, общий пароль учащихся "
+            "(класс на сервере — sudo make hub).",
             f"JupyterHub курса: {hub.url}",
             f"  преподаватель: {state['teacher']}, пароль {chosen['teacher']}",
             f"  учащиеся ({plural(count, 'учётная запись', 'учётные записи', 'учётных записей')}"
@@ -679,6 +786,27 @@ def banner(hub: Hub, state: Mapping[str, Any]) -> str:
             f"  exchange: {hub.settings.exchange}",
             "Остановить: Ctrl+C здесь или make hub-stop в другом терминале; ничего не теряется —",
             f"  всё в {hub.folder}, следующий make hub продолжит с того же места.",
+        ]
+    )
+
+
+def _class_banner(hub: Hub, state: Mapping[str, Any]) -> str:
+    count, teacher = len(state["learners"]), state["teacher"]
+    created = len(state.get("created", []))
+    return "\n".join(
+        [
+            "Класс: у каждого учащегося свой пользователь Unix и свой пароль "
+            "(проба без них — make hub HUB_MODE=trial).",
+            f"JupyterHub класса: {hub.url}",
+            f"  учащиеся: {plural(count, 'пользователь', 'пользователя', 'пользователей')} Unix "
+            f"из {hub.settings.work / roster.ROSTER} (заведено сейчас: {created}), у каждого "
+            "свой пароль;",
+            f"  преподаватель: {teacher} (его сервер работает от {state['run_as'][teacher]})",
+            f"  пароли для печати: {state['password_page']} и {state['password_list']} (0600)",
+            f"  exchange: {hub.settings.exchange}; учащимся закрыты рабочая папка и всё в",
+            f"  {hub.settings.root}, кроме пакета проверок, notebooks/ и .venv",
+            "Остановить: Ctrl+C здесь или make hub-stop; учётные записи после семестра убирает",
+            "  sudo .venv/bin/python -m feedback.teacher.hub remove-users --yes",
         ]
     )
 
@@ -749,6 +877,24 @@ def _print_feedback(released: list[Feedback]) -> None:
             print(safe_console(f"  не выдан {item.student} · {item.lab}: {item.problem}"))
 
 
+def _remove_users(folder: Path, prefix: str, sure: bool) -> int:
+    """Учётные записи Unix класса — прочь (``userdel -r``); без ``--yes`` — только список."""
+    logins = hub_users.recorded(folder)
+    if not sure:
+        print(
+            f"Будут удалены пользователи Unix ({len(logins)}) с домашними папками; сдачи в "
+            f"exchange и submitted/ остаются: {', '.join(logins) or 'их нет'}.\n"
+            "Удалить: .venv/bin/python -m feedback.teacher.hub remove-users --yes"
+        )
+        return 1
+    try:
+        removed = hub_users.remove(folder, prefix)
+    except hub_users.ClassError as error:
+        raise HubError(str(error)) from None
+    print(f"Удалены: {', '.join(removed) or 'никто'}.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="JupyterHub курса 7 и exchange nbgrader.")
     sub = parser.add_subparsers(dest="action")
@@ -757,7 +903,14 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--ip", default="127.0.0.1", help="адрес (0.0.0.0 — вся сеть)")
     start.add_argument("--port", type=int, default=8000)
     start.add_argument("--teacher", default=TEACHER, help="имя входа преподавателя")
+    start.add_argument(
+        "--mode", choices=MODES, default=None, help="class (от root — по умолчанию) или trial"
+    )
+    start.add_argument("--prefix", default=hub_users.PREFIX, help="приставка имён Unix класса")
     sub.add_parser("stop", help="остановить JupyterHub курса")
+    removing = sub.add_parser("remove-users", help="после семестра: удалить учётные записи класса")
+    removing.add_argument("--prefix", default=None, help="приставка (по умолчанию — из make hub)")
+    removing.add_argument("--yes", action="store_true", help="да, и их домашние папки")
     released = sub.add_parser("release", help="выпустить лабораторную в exchange")
     released.add_argument("lab", help="id лабораторной или её номер (7.2)")
     sub.add_parser("collect", help="собрать сданные работы в submitted/")
@@ -770,6 +923,11 @@ def main(argv: list[str] | None = None) -> int:
             stopped = stop(settings.work / HUB)
             print("JupyterHub курса остановлен." if stopped else "JupyterHub курса не запущен.")
             return 0
+        if args.action == "remove-users":
+            folder = settings.work / HUB
+            state = load_state(folder) if (folder / STATE).is_file() else {}
+            prefix = args.prefix or state.get("prefix", hub_users.PREFIX)
+            return _remove_users(folder, prefix, args.yes)
         if args.action == "release":
             lab = resolve_lab(args.lab, settings)
             print(f"{lab} выпущена: {release(settings, lab)}")
@@ -789,7 +947,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "feedback":
             _print_feedback(release_feedback(settings))
             return 0
-        hub = Hub(settings, args.ip, args.port, args.teacher)
+        hub = Hub(settings, args.ip, args.port, args.teacher, choose_mode(args.mode), args.prefix)
         state = prepare(hub, args.roster)
     except HubError as error:
         print(f"JupyterHub курса: {error}", file=sys.stderr)
