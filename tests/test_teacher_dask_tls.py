@@ -133,9 +133,15 @@ def test_without_a_course_certificate_nobody_connects(tls_cluster, course_certs,
     elif who == "foreign cert":
         security = foreign_certificate(course_certs, tmp_path)
     marker = tmp_path / "ran"
+
+    async def connect_and_run() -> None:
+        # Клиент в своём цикле asyncio, без фонового потока: на занятой машине поток цикла
+        # Dask не успевал запуститься за 10 с, и тест падал не на том.
+        async with Client(address, security=security, timeout=2, asynchronous=True) as client:
+            await client.run(marker.touch)
+
     with pytest.raises((OSError, TypeError)):  # отказ при рукопожатии или ещё до соединения
-        with Client(address, security=security, timeout=2) as client:
-            client.run(marker.touch)
+        asyncio.run(connect_and_run())
     assert not marker.exists()
 
 

@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
+from feedback.formatting import plural
 from feedback.gpu.tiny_gemma import BACKBONE_CONFIG
 from feedback.settings import default_keras_backend
 
@@ -357,7 +358,8 @@ def _train(experiment: Experiment, backbone, result: WorkerResult) -> None:
                 float(logs["loss"])  # дождаться конца шага: jax считает асинхронно
             times.append(time.perf_counter() - self.started)
 
-    _stage(f"обучение: {len(tokens)} примеров, первый шаг с компиляцией XLA")
+    examples = plural(len(tokens), "пример", "примера", "примеров")
+    _stage(f"обучение: {examples}, первый шаг с компиляцией XLA")
     model.fit(
         x, tokens[:, 1:], batch_size=experiment.batch, epochs=1, verbose=0, callbacks=[StepTimer()]
     )
@@ -428,7 +430,9 @@ def run_experiment(experiment: Experiment, started: Path | None = None) -> Worke
         if experiment.kind == "fake":
             _mark(started)
             began = time.perf_counter()
-            _stage(f"имитация: пик {experiment.fake_peak_bytes} байт, сон")
+            _stage(
+                f"имитация: пик {plural(experiment.fake_peak_bytes, 'байт', 'байта', 'байт')}, сон"
+            )
             _fake(experiment, result)
         else:
             default_keras_backend()
