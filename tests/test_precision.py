@@ -9,12 +9,9 @@ import math
 
 import pytest
 
-from feedback import measured
-from feedback.settings import LAB_TRAINING_XLA
-
-from feedback import CheckFailed, precision
+from feedback import CheckFailed, measured, precision
 from feedback.gpu.tiny_gemma import tiny_preset_path
-from feedback.settings import default_keras_backend
+from feedback.settings import LAB_TRAINING_XLA, default_keras_backend
 
 from bad_functions import BAD_FUNCTIONS
 
@@ -427,7 +424,8 @@ def test_training_needs_more_than_the_weights_on_a_t4(monkeypatch):
     record = measured.load_record()
     overhead = record.row("b1_t4").peak_gib - record.row("w16_t4").peak_gib
     assert precision.training_overhead_gib("gemma3_4b_text") == pytest.approx(overhead)
-    assert "2,29 ГиБ" in str(error.value) or "14,5 ГиБ" in str(error.value)
+    text = str(error.value)
+    assert "2,29 ГиБ" in text or "14,5 ГиБ" in text
     assert "обучение упадёт с нехваткой памяти" in text
     shown = error.value._render_traceback_()
     assert shown[0] == "Модель не загружена." and "Traceback" not in "\n".join(shown)
