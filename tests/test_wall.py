@@ -40,8 +40,14 @@ def test_total_memory_from_nvidia_smi_gets_the_fraction_once():
     assert "13,5 ГиБ" in html and "90\u00a0%" in html
 
 
-def test_platform_allocator_ignores_the_fraction():
+def test_platform_allocator_keeps_the_fraction_on_new_jax(monkeypatch):
+    """jax-ml/jax#39145: с JAX 0.10 platform идёт через BFC, и доля памяти действует."""
+    from feedback.gpu import xla_memory
+
     env = {**FRACTION_09, "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}
+    monkeypatch.setattr(xla_memory, "installed_jax_version", lambda: "0.10.2")
+    assert wall.usable_gib(t4(), env) == pytest.approx(15.0 * 0.9)
+    monkeypatch.setattr(xla_memory, "installed_jax_version", lambda: "0.4.30")
     assert wall.usable_gib(t4(), env) == pytest.approx(15.0 - 300 / 1024)
     html = wall.wall_report_html("gemma3_4b_text", t4(), env=env)
     assert "доля не действует" in html and "14,7 ГиБ" in html
