@@ -657,7 +657,7 @@ def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> s
             f"С типом {choice} веса {preset} займут {format_gib(weights)} из "
             f"{format_gib(usable)}, доступных видеокарте, и на обучение останется лишь "
             f"{format_gib(left, 2)}. А шагу обучения сверх весов нужно ещё около "
-            f"{format_gib(overhead, 2)} ({measured_overhead_source()}): активации, логиты словаря, "
+            f"{format_gib(overhead, 3)} ({measured_overhead_source()}): активации, логиты словаря, "
             "матрицы LoRA с градиентами и моментами Adam, временные буферы XLA. Даже если "
             "загрузка пройдёт, обучение упадёт с нехваткой памяти, и среду придётся "
             "перезапускать. Проверьте задание 1 и выполните ячейки заново."

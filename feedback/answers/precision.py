@@ -500,7 +500,7 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             f"Веса gemma3_4b_text займут ≈ {format_gib(weights)} вместо ≈ "
             f"{format_gib(weights_gib(GEMMA_4B_PARAMS, 4))} во float32: из "
             f"{format_gib(usable)} T4 на обучение останется ≈ {format_gib(usable - weights, 2)}, "
-            f"а шагу обучения сверх весов нужно около {format_gib(overhead, 2)} "
+            f"а шагу обучения сверх весов нужно около {format_gib(overhead, 3)} "
             f"({measured_overhead_source()}).",
         )
     if choice in ("float32", "float64"):
@@ -512,7 +512,7 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
         else:
             why = (
                 "веса Gemma-4B в нём, может быть, и поместятся в T4, но почти не оставят места "
-                f"обучению. А шагу обучения сверх весов нужно ещё около {format_gib(overhead, 2)} "
+                f"обучению. А шагу обучения сверх весов нужно ещё около {format_gib(overhead, 3)} "
                 f"({measured_overhead_source()}), так что вместе с обучением они не поместятся."
             )
         return failed(
