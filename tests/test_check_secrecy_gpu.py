@@ -160,3 +160,21 @@ def test_7_5_dtype_check_does_not_name_bfloat16(choice):
     assert not result.passed
     assert '"bfloat16"' not in result.message and "— bfloat16" not in result.message
     assert not re.search(r"(?<!mixed_)\bbfloat16\b", result.message), result.message
+
+
+def test_check_calls_in_the_notebooks_name_the_task_not_the_answer():
+    """Вызов проверки виден учащемуся: ``steps=2`` в нём выдал бы ответ задания 2."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    for lab in ("lab_7_5_bfloat16_lora", "lab_7_6_gradient_accumulation"):
+        notebook = json.loads((root / lab / f"{lab}.ipynb").read_text(encoding="utf-8"))
+        calls = [
+            "".join(cell["source"])
+            for cell in notebook["cells"]
+            if "check_optimizer(" in "".join(cell["source"])
+        ]
+        assert calls, lab
+        for call in calls:
+            assert "task=" in call and "steps=" not in call and "learning_rate" not in call
