@@ -77,3 +77,12 @@ def test_the_32gb_task_takes_a_batch_that_fits_32_gb():
     record = measured.load_record()
     assert record.row("b4_free").peak_gib < 0.95 * 32 * 1e9 / 1024**3
     assert record.extrapolated_peak_gib(16) > 32 * 1e9 / 1024**3  # «на 32 ГБ — берите 16»
+
+
+def test_7_6_check_messages_speak_of_micro_steps_not_training_steps():
+    """«Шаг обучения» в 7.6 путали со скоростью обучения: проверки говорят «микрошаг»."""
+    import re
+
+    for module in ("feedback/accumulation.py", "feedback/answers/accumulation.py"):
+        source = (ROOT / module).read_text(encoding="utf-8")
+        assert not re.search(r"шаг\w* обучения", source), module
