@@ -78,7 +78,7 @@ TASK_MISTAKES = {
         facts(gradient_accumulation_steps=2, learning_rate=1e-4),
         facts(gradient_accumulation_steps=2, learning_rate=8e-5),
     ],
-    "7.5": [
+    "lab_7_5": [
         {**UNTOUCHED_7_6, "epsilon": 1e-7, "beta_2": 0.999, "clipnorm": None},
         facts(learning_rate=5e-5, gradient_accumulation_steps=None, epsilon=1e-7),
         facts(learning_rate=5e-5, gradient_accumulation_steps=None, epsilon=1e-5),
@@ -90,7 +90,7 @@ TASK_MISTAKES = {
 @pytest.mark.parametrize("task", list(TASK_MISTAKES))
 def test_optimizer_checks_name_the_mistake_not_the_answer(task):
     steps, learning_rate = accumulation.TASKS[task]
-    hidden = forms(learning_rate) if task != "7.5" else forms(1e-6)  # в 7.5 ε выводят сами
+    hidden = forms(learning_rate) if task != "lab_7_5" else forms(1e-6)  # в 7.5 ε выводят сами
     for wrong in TASK_MISTAKES[task]:
         result = accumulation.judge_optimizer(wrong, task=task)
         assert not result.passed, wrong

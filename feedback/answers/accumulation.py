@@ -384,7 +384,7 @@ def _accumulation_hint(got: Any, steps: int | None) -> Hint:
 #: (``None`` — накопления нет) и скорость обучения. Тетрадка называет задание по имени, а не
 #: числами: иначе вызов проверки в тетрадке выдал бы ответ.
 TASKS: dict[str, tuple[int | None, float]] = {
-    "7.5": (None, LR_LAB_7_5),
+    "lab_7_5": (None, LR_LAB_7_5),
     "t4": (T4_SCENARIO.steps, T4_SCENARIO.learning_rate),
     "32gb": (CARD_32GB.steps, CARD_32GB.learning_rate),
 }
