@@ -12,7 +12,14 @@
 языковой модели.
 
 Та же :func:`check_optimizer` проверяет и задание 2 лабораторной 7.6 — оптимизатор для карты
-на 32 ГБ, в которую помещается физический батч 4 (``steps=2``).
+на 32 ГБ с физическим батчем 4 (``task="32gb"``); задание называется по имени, а верные
+значения знает только вердикт.
+
+Опыт 7.6 с большим батчем: :func:`experiment_batch` не пускает в ``fit`` незаполненный или
+батч 1, :func:`short_epoch` берёт для опыта одну короткую эпоху — два батча
+примеров: на T4 опыт кончается стеной памяти на первом же шаге, а на большой карте, где батч
+поместился, стоит лишь компиляции шага. :func:`step_memory_breakdowns` — данные графика
+памяти 7.6: формула лабораторной 7.4 против замеров из :mod:`feedback.measured`.
 
 :func:`require_accumulation` — первая строка ячейки обучения 7.6: пока в оптимизаторе
 задания 1 нет накопления градиентов, ячейка не обучает, а говорит одной русской строкой,
@@ -133,8 +140,13 @@ def _plain(value: Any) -> Any:
         return repr(value)[:60]
 
 
+#: Значение ``steps`` и ``learning_rate`` по умолчанию: «взять из задания ``task``» — верные
+#: ответы знает только :mod:`feedback.answers.accumulation`.
+FROM_TASK = "из задания"
+
+
 def optimizer_facts(
-    optimizer: Any, steps: int | None = 8, learning_rate: float = 8e-4
+    optimizer: Any, task: str = "t4", steps: Any = FROM_TASK, learning_rate: Any = FROM_TASK
 ) -> dict[str, Any]:
     """Наблюдение для проверки оптимизатора: класс и все гиперпараметры задания."""
     optimizer = _resolve_optimizer(optimizer)
@@ -163,16 +175,17 @@ OPTIMIZER = GradedCheck(
 
 @graded_check(OPTIMIZER)
 def check_optimizer(
-    optimizer: Any, steps: int | None = 8, learning_rate: float = 8e-4
+    optimizer: Any, task: str = "t4", steps: Any = FROM_TASK, learning_rate: Any = FROM_TASK
 ) -> CheckResult:
-    """Сверяет оптимизатор с гиперпараметрами лабораторной.
+    """Сверяет оптимизатор с гиперпараметрами задания ``task``.
 
     Нужен ``keras.optimizers.AdamW`` с ``weight_decay``, ``beta_1``, ``beta_2``,
-    ``epsilon`` и ``clipnorm`` из задания, скоростью обучения ``learning_rate`` и
-    ``gradient_accumulation_steps == steps``. ``steps=None`` — накопления быть не должно
-    (так в лабораторной 7.5 и в эксперименте с батчем 4 в лабораторной 7.6); ``steps=2`` —
-    задание 2 лабораторной 7.6, карта 32 ГБ с физическим батчем 4. Каждое неверное значение
-    называется с ожидаемым и полученным.
+    ``epsilon`` и ``clipnorm`` из задания, верной скоростью обучения и верным
+    ``gradient_accumulation_steps``. Задание называется по имени: ``"lab_7_5"`` (накопления нет),
+    ``"t4"`` — задание 1 лабораторной 7.6, ``"32gb"`` — задание 2 (карта 32 ГБ). Верные
+    значения знает только вердикт: тетрадка, вызывая проверку, их не видит, а неверный ответ
+    получает название ошибки и правило, но не верное значение. ``steps`` и ``learning_rate``
+    можно задать явно (для тестов).
     """
 
 
@@ -200,6 +213,93 @@ def require_accumulation(optimizer: Any) -> None:
         f"Обучение ждёт задания 1: {reason} Допишите оптимизатор в задании 1, а потом "
         "выполните эту ячейку."
     )
+
+
+# --------------------------------------------------------------------------- опыт с большим батчем
+
+#: Батч опыта 7.6. В оригинале курса брали 4, но он на T4 на грани (замер 14,83 ГиБ при пуле
+#: T4 в 15 060 МиБ — поместился впритык), а батч 8 (оценка по замерам ≈ 21,9 ГиБ) упрётся в
+#: стену на любой карте на 15–16 ГБ; он же — эффективный батч задания.
+EXPERIMENT_BATCH = 8
+#: Сколько батчей в короткой эпохе опыта: стена приходит на первом шаге, второй показывает,
+#: что шаг, если уж поместился, повторяется без новой компиляции.
+EXPERIMENT_BATCHES = 2
+#: Длина примера в лабораторных 7.5 и 7.6 (``model.preprocessor.sequence_length``).
+SEQUENCE_LENGTH = 400
+#: Размеры Gemma-4B для формулы активаций лабораторной 7.4: слои и длина вектора токена.
+GEMMA_4B_LAYERS = 34
+GEMMA_4B_HIDDEN = 2560
+GEMMA_4B_PARAMS = 3_880_099_328
+
+
+def experiment_batch(value: Any) -> int:
+    """Батч опыта учащегося или :class:`WaitingForTask`, если его не вписали.
+
+    Заготовка «…», не число или батч 1 (с ним стены не будет) останавливают ячейку одной
+    русской строкой, а не английской ошибкой Keras и не «успешным» обучением.
+    """
+    if value is Ellipsis:
+        raise WaitingForTask(
+            "Опыт ждёт размера батча: впишите число в EXPERIMENT_BATCH_SIZE (ячейка выше) и "
+            "выполните её."
+        )
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WaitingForTask(
+            f"В EXPERIMENT_BATCH_SIZE записано не целое число ({type(value).__name__}): "
+            "впишите размер батча числом."
+        )
+    if value < 2:
+        raise WaitingForTask(
+            f"С батчем {value} стены не будет: он помещался и в лабораторной 7.5. Возьмите "
+            "батч, который по графику выше не помещается в память вашей видеокарты."
+        )
+    return value
+
+
+def short_epoch(data: dict[str, list[str]], batch_size: int) -> dict[str, list[str]]:
+    """Первые ``EXPERIMENT_BATCHES × batch_size`` пар «вопрос — ответ» для опыта 7.6."""
+    count = EXPERIMENT_BATCHES * batch_size
+    return {key: list(values[:count]) for key, values in data.items()}
+
+
+def formula_activation_gib(batch: int) -> float:
+    """Активации по упрощённой формуле лабораторной 7.4: батч × длина × слои × вектор × 2 Б."""
+    from feedback.formatting import bytes_to_gb
+
+    return bytes_to_gb(batch * SEQUENCE_LENGTH * GEMMA_4B_LAYERS * GEMMA_4B_HIDDEN * 2)
+
+
+#: Опыты записи измерений, которые показывает график 7.6: батч → имя опыта. Батч 4 — без
+#: ограничения пула: в пуле размером с T4 его пик упёрся в сам пул.
+MEASURED_BATCH_ROWS = {1: "b1_t4", 2: "b2_t4", 4: "b4_free"}
+
+
+def step_memory_breakdowns(record: Any) -> dict[str, dict[str, float]]:
+    """Столбцы графика памяти 7.6: формула 7.4, замер и оценка для батча 8 (ГиБ).
+
+    ``record`` — :class:`feedback.measured.Record`. Батч 8 не мерили: его пик — прямая через
+    батчи 1 и 2 (:meth:`~feedback.measured.Record.extrapolated_peak_gib`), так и подписано.
+    """
+    from feedback.formatting import bytes_to_gb
+
+    formula_weights = bytes_to_gb(GEMMA_4B_PARAMS * 2)
+    weights = record.row("w16_t4").weights_gib
+    bars: dict[str, dict[str, float]] = {}
+    for batch in (1, 4):
+        bars[f"батч {batch}, формула 7.4"] = {
+            "Веса (bfloat16)": formula_weights,
+            "Активации по формуле 7.4": formula_activation_gib(batch),
+        }
+        peak = record.row(MEASURED_BATCH_ROWS[batch]).peak_gib
+        bars[f"батч {batch}, замер"] = {
+            "Веса (bfloat16)": weights,
+            "Всё остальное в микрошаге": peak - weights,
+        }
+    bars[f"батч {EXPERIMENT_BATCH}, оценка по замерам"] = {
+        "Веса (bfloat16)": weights,
+        "Всё остальное в микрошаге": record.extrapolated_peak_gib(EXPERIMENT_BATCH) - weights,
+    }
+    return bars
 
 
 # --------------------------------------------------------------------------- демонстрация

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -177,12 +178,40 @@ def _style_epoch_axis(axes: Any, count: int) -> None:
     axes.grid(alpha=0.3)
 
 
-def plot_loss(history: Any, title: str = "Обучение по эпохам") -> Any:
+#: Подпись графиков в учебном режиме: крошечная модель со случайными весами почти не учится, и
+#: без подписи её ровная кривая выглядела бы ошибкой.
+TINY_LABEL = "учебный режим: крошечная модель со случайными весами, кривая ничего не говорит"
+#: Если потери меняются меньше чем на эту долю, ось не приближается к ним: иначе изменения в
+#: четвёртом знаке выглядели бы крутым спадом.
+FLAT_SHARE = 0.01
+
+
+def _honest_scale(axes: Any, values: Sequence[float]) -> None:
+    """Почти ровную кривую показывает ровной: ось от нуля, а не от минимума кривой."""
+    numbers = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+    if not numbers:
+        return
+    top = max(numbers)
+    if top > 0 and (top - min(numbers)) < FLAT_SHARE * top:
+        axes.set_ylim(0, top * 1.15)
+
+
+def _tiny(tiny: bool | None) -> bool:
+    if tiny is not None:
+        return tiny
+    from feedback.gpu.tiny_mode import is_tiny_mode
+
+    return is_tiny_mode()
+
+
+def plot_loss(history: Any, title: str = "Обучение по эпохам", tiny: bool | None = None) -> Any:
     """Потери (и точность, если она есть) по эпохам из ``model.fit``.
 
     ``history`` — объект, который вернул ``model.fit``, или словарь
     ``history.history``. Возвращает фигуру matplotlib; если рисовать нечего,
-    печатает подсказку и возвращает ``None``.
+    печатает подсказку и возвращает ``None``. В учебном режиме (``tiny``; по умолчанию —
+    :func:`feedback.gpu.tiny_mode.is_tiny_mode`) заголовок говорит, что это учебный режим, а
+    почти ровная кривая не растягивается на всю высоту графика.
     """
     import matplotlib.pyplot as plt
 
@@ -208,6 +237,7 @@ def plot_loss(history: Any, title: str = "Обучение по эпохам") -
     loss_axes.set_ylabel("Потери (loss)")
     loss_axes.set_title("Потери")
     _style_epoch_axis(loss_axes, len(loss))
+    _honest_scale(loss_axes, loss)
     if accuracy:
         accuracy_axes = axes[0][1]
         values = metrics[accuracy]
@@ -215,13 +245,15 @@ def plot_loss(history: Any, title: str = "Обучение по эпохам") -
         accuracy_axes.set_ylabel("Доля верно предсказанных токенов")
         accuracy_axes.set_title(f"Точность ({accuracy})")
         _style_epoch_axis(accuracy_axes, len(values))
-    figure.suptitle(title)
+    figure.suptitle(f"{title}\n({TINY_LABEL})" if _tiny(tiny) else title)
     figure.tight_layout()
     return figure
 
 
 def plot_loss_comparison(
-    histories: Mapping[str, Any], title: str = "Сравнение обучения по эпохам"
+    histories: Mapping[str, Any],
+    title: str = "Сравнение обучения по эпохам",
+    tiny: bool | None = None,
 ) -> Any:
     """Кривые потерь (и точности, если есть у всех) нескольких обучений на одном графике.
 
@@ -259,12 +291,13 @@ def plot_loss_comparison(
     axes[0][0].set_ylabel("Потери (loss)")
     axes[0][0].set_title("Потери")
     _style_epoch_axis(axes[0][0], longest)
+    _honest_scale(axes[0][0], [v for metrics in ready.values() for v in metrics["loss"]])
     axes[0][0].legend()
     if with_accuracy:
         axes[0][1].set_ylabel("Доля верно предсказанных токенов")
         axes[0][1].set_title("Точность")
         _style_epoch_axis(axes[0][1], longest)
         axes[0][1].legend()
-    figure.suptitle(title)
+    figure.suptitle(f"{title}\n({TINY_LABEL})" if _tiny(tiny) else title)
     figure.tight_layout()
     return figure

@@ -14,8 +14,8 @@ Keras держит матрицы LoRA (``lora_kernel_a`` и ``lora_kernel_b``) 
 заглушка :data:`NOT_LOADED`, с которой ячейки ниже незагруженной модели говорят, что ждут
 задания 1).
 Ячейка загрузки сверяет с памятью видеокарты не одни веса, а веса вместе с тем, что
-нужно обучению сверх них (:data:`TRAINING_STEP_GIB`): иначе float32 на T4 прошёл бы
-сверку (14,45 ГиБ из 14,7), а обучение потом упало бы с нехваткой памяти.
+нужно обучению сверх них (:func:`training_overhead_gib`, из записи измерений): иначе
+float32 на T4 прошёл бы сверку весов, а обучение потом упало бы с нехваткой памяти.
 Вердикты — что считается верным (bfloat16, ранг LoRA, только матрицы LoRA обучаются),
 подсказки к ошибкам — в :mod:`feedback.answers.precision`: в песочнице оценивания этой
 папки нет, и код учащегося не может ни спросить вердикт, ни подсмотреть эталон.
@@ -579,26 +579,40 @@ def not_loaded() -> ModelNotLoaded:
     return NOT_LOADED
 
 
-#: Память шага обучения лабораторной 7.5 по оценке компилятора XLA, ГиБ: веса в bfloat16,
-#: LoRA ранга 4, AdamW, батч 1, длина 400. Это оценка, а не замер на T4: шаг скомпилирован на
-#: процессоре, копии матриц во float32 для умножения на процессоре вычтены; та же оценка — на
-#: графике памяти лабораторной 7.6.
-TRAINING_STEP_GIB = {"gemma3_4b_text": 11.5}
+#: Опыты записи измерений (:mod:`feedback.measured`), из которых 7.5 берёт память шага
+#: обучения: шаг настоящей Gemma-4B в bfloat16 с LoRA ранга 4, AdamW, батч 1, длина 400, и одни
+#: веса в bfloat16. Разница — всё, что обучению нужно сверх весов.
+STEP_ROW = "b1_t4"
+WEIGHTS_ROW = "w16_t4"
+#: Пресет, для которого есть замер (на крошечной учебной модели сверять нечего).
+MEASURED_PRESET = "gemma3_4b_text"
+
+
+def measured_overhead_source() -> str:
+    """Откуда число сверх весов: «замер на NVIDIA H200 …; T4 может понадобиться больше»."""
+    from feedback import measured
+
+    provenance = measured.load_record().provenance
+    return (
+        f"замер на {provenance.gpu}, jax {provenance.jax}, {provenance.date}; T4 (sm_75, без "
+        "блоков bfloat16: XLA переводит умножения bfloat16 во float32) может понадобиться больше"
+    )
 
 
 def training_overhead_gib(preset: str) -> float:
-    """Сколько памяти шагу обучения нужно сверх весов, ГиБ (0 — если оценки для пресета нет).
+    """Сколько памяти шагу обучения нужно сверх весов, ГиБ (0 — если замера для пресета нет).
 
     Это активации, логиты словаря, матрицы LoRA с их градиентами и моментами Adam и
-    временные буферы XLA: оценка шага минус веса в bfloat16. С весами во float32 и
-    считать пришлось бы во float32, так что это нижняя граница.
+    временные буферы XLA: пик шага с батчем 1 минус пик одних весов в bfloat16 — оба из
+    записи измерений (:mod:`feedback.measured`). С весами во float32 и считать пришлось бы во
+    float32, так что это нижняя граница.
     """
-    from feedback import wall
-
-    step = TRAINING_STEP_GIB.get(preset)
-    if step is None:
+    if preset != MEASURED_PRESET:
         return 0.0
-    return step - wall.weights_gib(wall.params_of(preset), LOADABLE_DTYPES["bfloat16"])
+    from feedback import measured
+
+    record = measured.load_record()
+    return record.row(STEP_ROW).peak_gib - record.row(WEIGHTS_ROW).peak_gib
 
 
 def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> str:
@@ -642,8 +656,8 @@ def require_weights_dtype(dtype: Any, preset: str, accelerator: Any = None) -> s
         raise WeightsDtypeError(
             f"С типом {choice} веса {preset} займут {format_gib(weights)} из "
             f"{format_gib(usable)}, доступных видеокарте, и на обучение останется лишь "
-            f"{format_gib(left, 2)}. А шагу обучения сверх весов, по оценке компилятора XLA, "
-            f"нужно ещё не меньше {format_gib(overhead, 2)}: активации, логиты словаря, "
+            f"{format_gib(left, 2)}. А шагу обучения сверх весов нужно ещё около "
+            f"{format_gib(overhead, 3)} ({measured_overhead_source()}): активации, логиты словаря, "
             "матрицы LoRA с градиентами и моментами Adam, временные буферы XLA. Даже если "
             "загрузка пройдёт, обучение упадёт с нехваткой памяти, и среду придётся "
             "перезапускать. Проверьте задание 1 и выполните ячейки заново."

@@ -54,7 +54,7 @@ class Accelerator:
 
     Две цифры памяти на одно устройство, и они разные (см. :mod:`feedback.gpu.xla_memory`):
     ``memory_bytes`` — вся память карты (``nvidia-smi``), ``limit_bytes`` — предел,
-    который сообщил JAX, с уже учтённой долей ``XLA_PYTHON_CLIENT_MEM_FRACTION``.
+    который сообщил JAX, с уже учтённой долей памяти XLA.
     """
 
     kind: str

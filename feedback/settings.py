@@ -403,6 +403,26 @@ GPU_CHECK_POOL = {"XLA_PYTHON_CLIENT_PREALLOCATE": "true"}
 #: по мере надобности, каждый массив прямо у CUDA, без пула и без ожидания освобождения.
 #: (Вариант «BFC без предвыделения» — это GPU_CHECK_XLA.)
 GPU_CHECK_PLATFORM = {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}
+#: Лабораторная 7.3: без командных буферов XLA, ничего не занимать заранее и явный предел —
+#: 90 % памяти карты, как в оригинале курса (на T4 — 13,5 ГиБ, меньше 14,45 ГиБ весов во
+#: float32). Доля — под обоими именами: старые JAX читают только XLA_PYTHON_CLIENT_MEM_FRACTION,
+#: у новых оно устарело в пользу XLA_CLIENT_MEM_FRACTION. Не platform: после JAX 0.10 он идёт
+#: через тот же BFC (jax-ml/jax#39145), а до того не ограничивал память долей — на T4 веса во
+#: float32 могли бы и поместиться.
+LAB_WALL_XLA = {
+    "XLA_FLAGS": "--xla_gpu_enable_command_buffer=",
+    "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+    "XLA_CLIENT_MEM_FRACTION": "0.9",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9",
+}
+#: Лабораторные 7.5 и 7.6: то же, но с долей 0,95 — обучению нужна почти вся память T4, а без
+#: явной доли BFC без предвыделения остановился бы на 75 %.
+LAB_TRAINING_XLA = {
+    "XLA_FLAGS": "--xla_gpu_enable_command_buffer=",
+    "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+    "XLA_CLIENT_MEM_FRACTION": "0.95",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.95",
+}
 #: Кэш компиляции JAX у ядер оценивания и тестов: кэшировать любые компиляции XLA, даже короткие
 #: и маленькие (у крошечной модели все такие), но без кэшей самого XLA — их путь входит в ключ,
 #: и копия кэша в другой папке не совпала бы.

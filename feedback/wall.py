@@ -12,22 +12,31 @@
 строятся сводка, диаграмма пресетов и :func:`feedback.precision.require_weights_dtype`.
 
 Сколько памяти «реально получит» — решает только :mod:`feedback.gpu.xla_memory`: предел из
-JAX уже включает долю ``XLA_PYTHON_CLIENT_MEM_FRACTION``, и здесь на неё больше ничего
-не умножается.
+JAX уже включает долю памяти XLA, и здесь на неё больше ничего не умножается.
+
+Стена может выглядеть и как бесконечная ячейка: на H200 с пулом размером 0,9 × T4 загрузка
+во float32 не выдала ни ошибки, ни результата за 390 с — распределитель BFC ждёт до 10 с на
+каждую неудавшуюся попытку, что память освободится. :class:`StallGuard` превращает такое
+ожидание в ту же стену: если загрузка идёт дольше ``patience_s`` секунд, а память JAX занята
+почти до предела, сторожевой поток прерывает главный (``_thread.interrupt_main``), и ячейка
+кончается русским объяснением :class:`MemoryWallStall`, а не молчанием.
 """
 
 from __future__ import annotations
 
+import _thread
 import html
 import math
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from feedback.engine.graded import GradedCheck, graded_check
 from feedback.engine.result import CheckResult
 from feedback.engine.values import describe
-from feedback.formatting import PARAMETERS, bytes_to_gb, format_gib, plural
+from feedback.formatting import PARAMETERS, bytes_to_gb, format_gib, format_plain, plural
 from feedback.gpu.xla_memory import T4_TOTAL_BYTES, UsableMemory, usable_memory, xla_memory_settings
 
 
@@ -165,8 +174,169 @@ def presets_chart_data(bytes_per_param: float = 4) -> dict[str, dict[str, float]
     }
 
 
-def loaded_model_report(model: object | None, real_preset: str) -> str:
-    """Что показала попытка загрузки во float32 (для ячейки после неё)."""
+#: Сколько секунд загрузка может стоять у предела памяти, прежде чем сторож её прервёт.
+STALL_PATIENCE_S = 45.0
+#: «У предела»: свободно меньше стольких байт из предела JAX (слой Gemma-4B во float32 —
+#: до ≈ 0,1 ГиБ, и отказ приходит, когда места не хватает на очередной такой кусок).
+STALL_HEADROOM_BYTES = 1024**3
+#: Как часто сторож смотрит на память.
+STALL_POLL_S = 1.0
+
+MemoryProbe = Callable[[], "tuple[int, int] | None"]
+
+
+def jax_memory_probe() -> tuple[int, int] | None:
+    """(занято, предел) памяти первой видеокарты по ``memory_stats()`` или ``None``."""
+    import sys
+
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return None
+    try:
+        device = jax.devices()[0]
+        stats = device.memory_stats() or {}
+    except Exception:  # сторож не должен ронять загрузку
+        return None
+    if device.platform != "gpu" or "bytes_limit" not in stats:
+        return None
+    return int(stats.get("bytes_in_use", 0)), int(stats["bytes_limit"])
+
+
+class MemoryWallStall(RuntimeError):
+    """Загрузку прервал сторож: она стояла у предела памяти — это та же стена.
+
+    IPython показывает вместо трассировки русское объяснение (``_render_traceback_``).
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+def stall_message(waited_s: float, in_use: int, limit: int) -> str:
+    """Русское объяснение прерванной загрузки: что случилось и что делать дальше."""
+    return (
+        f"Стена памяти: загрузка простояла {format_plain(waited_s, 0)} с, занято "
+        f"{format_gib(bytes_to_gb(in_use))} из {format_gib(bytes_to_gb(limit))}, доступных JAX. "
+        "Распределитель памяти XLA не нашёл места под очередные веса и ждал, не освободится ли "
+        "память, — ошибки RESOURCE_EXHAUSTED от него можно ждать минутами, поэтому курс прервал "
+        "загрузку сам. Модель не загрузилась: это та же нехватка памяти, что предсказал расчёт. "
+        "Перед следующей лабораторной перезапустите среду — память видеокарты ещё занята."
+    )
+
+
+class StallGuard:
+    """Сторож загрузки: ``with wall.StallGuard() as guard: model = ...from_preset(...)``.
+
+    Если тело ``with`` идёт дольше ``patience_s`` секунд подряд, а память JAX занята почти до
+    предела (``probe`` — (занято, предел); ``None`` — не известно, и тогда сторож молчит:
+    долгая загрузка на большой карте — это скачивание, а не стена), сторож прерывает главный
+    поток, и ``with`` кончается :class:`MemoryWallStall`. Настоящая ошибка нехватки памяти
+    проходит как есть. ``guard.outcome`` после ``with``: ``"loaded"``, ``"error"`` (ошибка
+    загрузки, например RESOURCE_EXHAUSTED), ``"stall"`` (прервал сторож) или ``"interrupted"``
+    (остановили вручную).
+    """
+
+    def __init__(
+        self,
+        patience_s: float = STALL_PATIENCE_S,
+        probe: MemoryProbe | None = None,
+        headroom_bytes: int = STALL_HEADROOM_BYTES,
+        poll_s: float = STALL_POLL_S,
+    ) -> None:
+        self.patience_s = patience_s
+        self.probe = probe or jax_memory_probe
+        self.headroom_bytes = headroom_bytes
+        self.poll_s = poll_s
+        self.outcome: str | None = None
+        self.stall: tuple[float, int, int] | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._fired = False
+        self._thread: threading.Thread | None = None
+
+    def _at_limit(self) -> tuple[int, int] | None:
+        try:
+            found = self.probe()
+        except Exception:  # сломанный замер памяти — «не известно»
+            return None
+        if found is None:
+            return None
+        in_use, limit = found
+        return found if limit > 0 and limit - in_use < self.headroom_bytes else None
+
+    def _watch(self) -> None:
+        started = time.monotonic()
+        stuck_since: float | None = None
+        while not self._done.wait(self.poll_s):
+            found = self._at_limit()
+            now = time.monotonic()
+            if found is None:
+                stuck_since = None
+                continue
+            stuck_since = stuck_since if stuck_since is not None else now
+            if now - started >= self.patience_s and now - stuck_since >= min(
+                self.patience_s, 3 * self.poll_s
+            ):
+                with self._lock:
+                    if self._done.is_set():
+                        return
+                    self._fired = True
+                    self.stall = (now - started, *found)
+                _thread.interrupt_main()
+                return
+
+    def __enter__(self) -> StallGuard:
+        self._thread = threading.Thread(target=self._watch, name="course7-stall-guard", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+        with self._lock:
+            self._done.set()
+            fired = self._fired
+        if self._thread is not None:
+            self._thread.join()
+        if kind is None:
+            if fired:  # прерывание пришло уже после загрузки: не теряем его молча
+                self._swallow_late_interrupt()
+            self.outcome = "loaded"
+            return False
+        if fired and issubclass(kind, KeyboardInterrupt) and self.stall is not None:
+            self.outcome = "stall"
+            raise MemoryWallStall(stall_message(*self.stall)) from None
+        self.outcome = "interrupted" if issubclass(kind, KeyboardInterrupt) else "error"
+        return False
+
+    @staticmethod
+    def _swallow_late_interrupt() -> None:
+        """Сторож выстрелил в последний миг: ждём его KeyboardInterrupt здесь, а не в чужом коде."""
+        try:
+            time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
+
+
+def loaded_model_report(
+    model: object | None, real_preset: str, guard: StallGuard | None = None
+) -> str:
+    """Что показала попытка загрузки во float32 (для ячейки после неё).
+
+    ``guard`` — :class:`StallGuard` загрузки, если он был: по нему видно, прервал ли её
+    сторож или её остановили вручную.
+    """
+    outcome = getattr(guard, "outcome", None)
+    if model is None and outcome == "interrupted":
+        return (
+            "Загрузку остановили вручную, и модель не загрузилась. Если ячейка долго шла без "
+            "ошибки, это, скорее всего, та же стена: распределитель памяти XLA ждал, не "
+            "освободится ли место. Перезапустите среду и выполните ячейки заново."
+        )
+    if model is None and outcome == "stall":
+        return (
+            "Модель не загрузилась: загрузка простояла у предела памяти, и курс прервал её. "
+            "Это та же стена памяти, что предсказал расчёт, только XLA не успел сообщить о ней "
+            "ошибкой RESOURCE_EXHAUSTED."
+        )
     if model is None:
         return (
             "Модель не загрузилась — как и предсказывал расчёт. Памяти видеокарты не хватило "
@@ -184,7 +354,7 @@ def loaded_model_report(model: object | None, real_preset: str) -> str:
         f"Модель загрузилась: {plural(params, *PARAMETERS)}, типы весов: "
         f"{', '.join(sorted(set(dtypes)))}, {format_gib(bytes_to_gb(size))}. "
         f"Настоящая {real_preset} во float32 заняла бы {format_gib(real)} — на T4 здесь "
-        "была бы ошибка RESOURCE_EXHAUSTED."
+        "была бы стена памяти."
     )
 
 

@@ -134,7 +134,7 @@ class FakeHistory:
 
 
 def test_plot_loss_with_accuracy():
-    figure = monitor.plot_loss(FakeHistory(HISTORY_75), title="Лабораторная 7.5")
+    figure = monitor.plot_loss(FakeHistory(HISTORY_75), title="Лабораторная 7.5", tiny=False)
     loss_axes, accuracy_axes = figure.axes
     assert list(loss_axes.get_lines()[0].get_xdata()) == [1, 2, 3, 4]
     assert list(loss_axes.get_lines()[0].get_ydata()) == HISTORY_75["loss"]
@@ -218,3 +218,16 @@ def test_monitor_during_fit(tiny_model, capsys):
         assert output in out
     figure = monitor.plot_loss(history)
     assert len(figure.axes) == 2  # потери и точность
+
+
+def test_tiny_mode_is_labelled_and_a_flat_curve_is_not_zoomed():
+    """Issue 40: потери крошечной модели 1,5330 → 1,5317 на оси 1,5317–1,5328 казались ошибкой."""
+    flat = {"loss": [1.5330, 1.5328, 1.5321, 1.5317]}
+    figure = monitor.plot_loss(flat, title="Лабораторная 7.6", tiny=True)
+    (axes,) = figure.axes
+    assert "учебный режим" in figure._suptitle.get_text()
+    bottom, top = axes.get_ylim()
+    assert bottom == 0 and top > 1.533
+    steep = monitor.plot_loss({"loss": [2.0, 1.0, 0.5]}, tiny=False)
+    assert "учебный режим" not in steep._suptitle.get_text()
+    assert steep.axes[0].get_ylim()[0] > 0  # настоящая кривая масштабируется как обычно

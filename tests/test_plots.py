@@ -44,33 +44,41 @@ def test_flops_chart_waits_for_numbers(capsys):
     assert "График появится" in capsys.readouterr().out
 
 
-def test_lab_7_6_chart_puts_the_compiled_step_of_batch_4_above_the_t4_line():
-    """7.6: рядом с формулой 7.4 — оценка XLA; батч 4 не помещается в T4, батч 1 помещается."""
+def test_lab_7_6_chart_shows_measured_steps_against_the_t4_line():
+    """7.6: рядом с формулой 7.4 — замеры из записи; батч 8 (оценка по замерам) выше линии T4."""
     import json
     from pathlib import Path
 
     import matplotlib.pyplot as plt
 
+    from feedback import accumulation, formatting, measured
+
     lab = "lab_7_6_gradient_accumulation"
     path = Path(__file__).resolve().parents[1] / "solutions" / lab / f"{lab}.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    (chart,) = ["".join(c["source"]) for c in cells if "XLA_STEP_GIB" in "".join(c["source"])]
+    (chart,) = [
+        "".join(c["source"]) for c in cells if "step_memory_breakdowns" in "".join(c["source"])
+    ]
     plt.close("all")
-    exec(chart, {})
+    exec(chart, {"accumulation": accumulation, "formatting": formatting})
     axes = plt.gcf().axes[0]
     ticks = [tick.get_text() for tick in axes.get_xticklabels()]
     assert ticks == [
         "батч 1\nформула 7.4",
-        "батч 1\nоценка XLA",
+        "батч 1\nзамер",
         "батч 4\nформула 7.4",
-        "батч 4\nоценка XLA",
+        "батч 4\nзамер",
+        "батч 8\nоценка по замерам",
     ]
+    record = measured.load_record()
     totals = [text.get_text() for text in axes.texts]
-    assert totals == ["7,29 ГиБ", "11,5 ГиБ", "7,49 ГиБ", "26 ГиБ"]
+    assert totals[1] == formatting.format_gib(record.row("b1_t4").peak_gib)
+    assert totals[3] == formatting.format_gib(record.row("b4_free").peak_gib)
+    assert totals[4] == formatting.format_gib(record.extrapolated_peak_gib(8))
     (limit,) = [line.get_ydata()[0] for line in axes.get_lines()]
     tops = {}
     for patch in axes.patches:
         position = round(patch.get_x() + patch.get_width() / 2)
         tops[position] = max(tops.get(position, 0), patch.get_y() + patch.get_height())
-    assert tops[1] < limit < tops[3]  # оценка XLA: батч 1 помещается, батч 4 — нет
+    assert tops[1] < limit < tops[4]  # батч 1 помещается, батч 8 — стена
     assert tops[2] < limit  # а по формуле 7.4 поместился бы и батч 4

@@ -40,8 +40,14 @@ def test_total_memory_from_nvidia_smi_gets_the_fraction_once():
     assert "13,5 ГиБ" in html and "90\u00a0%" in html
 
 
-def test_platform_allocator_ignores_the_fraction():
+def test_platform_allocator_keeps_the_fraction_on_new_jax(monkeypatch):
+    """jax-ml/jax#39145: с JAX 0.10 platform идёт через BFC, и доля памяти действует."""
+    from feedback.gpu import xla_memory
+
     env = {**FRACTION_09, "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}
+    monkeypatch.setattr(xla_memory, "installed_jax_version", lambda: "0.10.2")
+    assert wall.usable_gib(t4(), env) == pytest.approx(15.0 * 0.9)
+    monkeypatch.setattr(xla_memory, "installed_jax_version", lambda: "0.4.30")
     assert wall.usable_gib(t4(), env) == pytest.approx(15.0 - 300 / 1024)
     html = wall.wall_report_html("gemma3_4b_text", t4(), env=env)
     assert "доля не действует" in html and "14,7 ГиБ" in html
@@ -151,7 +157,7 @@ def test_weights_memory_right_and_rounded_answers_pass(answer):
 def test_weights_memory_typical_mistakes_get_their_hint(answer, hint):
     result = wall.check_weights_memory(answer)
     assert not result.passed
-    assert "Ожидалось: 14,5" in result.message and hint in result.message
+    assert "14,5" not in result.message and hint in result.message
 
 
 def test_fifteen_is_the_memory_of_a_t4_not_rounded_parameters():

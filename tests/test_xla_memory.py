@@ -16,18 +16,43 @@ from feedback.gpu.xla_memory import (
     ("env", "expected"),
     [
         ({}, XlaMemorySettings("bfc", DEFAULT_MEM_FRACTION, True)),
-        ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9"}, XlaMemorySettings("bfc", 0.9, True)),
-        ({"XLA_CLIENT_MEM_FRACTION": ".5"}, XlaMemorySettings("bfc", 0.5, True)),
+        ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9"}, XlaMemorySettings("bfc", 0.9, True, True)),
+        ({"XLA_CLIENT_MEM_FRACTION": ".5"}, XlaMemorySettings("bfc", 0.5, True, True)),
         ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "lots"}, XlaMemorySettings("bfc", 0.75, True)),
         (
             {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform", "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9"},
-            XlaMemorySettings("platform", 0.9, False),
+            XlaMemorySettings("platform", 0.9, True, True, False),
         ),
         ({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, XlaMemorySettings("bfc", 0.75, False)),
     ],
 )
 def test_settings_from_environment(env, expected):
-    assert xla_memory_settings(env) == expected
+    assert xla_memory_settings(env, jax_version="0.11.2") == expected
+
+
+def test_platform_is_on_demand_only_before_jax_0_10():
+    """jax-ml/jax#39145: с openxla/xla#41761 platform идёт через BFC с долей."""
+    env = {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform", "XLA_CLIENT_MEM_FRACTION": "0.9"}
+    old = xla_memory_settings(env, jax_version="0.4.30")
+    new = xla_memory_settings(env, jax_version="0.10.2")
+    assert old.on_demand and not new.on_demand
+    assert usable_memory(T4_TOTAL_BYTES, None, new).gib == pytest.approx(13.5)
+
+
+def test_no_fraction_means_a_lower_bound_on_new_jax():
+    found = usable_memory(T4_TOTAL_BYTES, None, xla_memory_settings({}, jax_version="0.11.2"))
+    assert found.gib == pytest.approx(11.25) and "нижняя граница" in found.how
+
+
+@pytest.mark.parametrize("name", ["LAB_WALL_XLA", "LAB_TRAINING_XLA"])
+def test_lab_settings_set_both_fraction_names_and_no_platform(name):
+    from feedback import settings
+
+    env = getattr(settings, name)
+    assert env["XLA_CLIENT_MEM_FRACTION"] == env["XLA_PYTHON_CLIENT_MEM_FRACTION"]
+    assert "XLA_PYTHON_CLIENT_ALLOCATOR" not in env
+    found = xla_memory_settings(env, jax_version="0.11.2")
+    assert found.fraction_set and not found.preallocate
 
 
 def test_limit_from_jax_is_taken_as_is():
@@ -48,7 +73,9 @@ def test_fraction_never_eats_the_cuda_context():
 
 
 def test_platform_allocator_gets_the_whole_card_minus_context():
-    found = usable_memory(T4_TOTAL_BYTES, None, XlaMemorySettings("platform", 0.9, False))
+    found = usable_memory(
+        T4_TOTAL_BYTES, None, XlaMemorySettings("platform", 0.9, False, True, True)
+    )
     assert found.bytes == T4_TOTAL_BYTES - CUDA_CONTEXT_BYTES
     assert "доля не действует" in found.how
 

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from feedback.accumulation import OPTIMIZER_TITLE
+from feedback.accumulation import FROM_TASK, OPTIMIZER_TITLE
 from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.formatting import plural
 
@@ -116,7 +116,8 @@ class _Mismatch:
 
     def describe(self) -> str:
         got = "расписание" if self.got == "schedule" else literal(self.got)
-        return f"{self.name}: ожидалось {literal(self.expected)}, получено {got}."
+        # Ожидаемое значение не называется: его учащийся выводит или берёт из задания сам.
+        return f"{self.name}: получено {got} — не то, что требует задание."
 
 
 @dataclass(frozen=True)
@@ -164,16 +165,13 @@ def _physical(steps: int) -> int:
     return TARGET_BATCH_7_6 // steps if TARGET_BATCH_7_6 % steps == 0 else 1
 
 
-def _times(count: int) -> str:
-    return plural(count, "раз", "раза", "раз")
-
-
 def _sqrt_hint(base: float, factor: int) -> Hint:
     """Скорость умножена на √k: для Adam разумно, но в задании правило линейное."""
     return (
-        f"похоже, вы умножили {literal(base)} на √{factor}. Для Adam так часто и начинают "
-        "подбор, это разумно. Но в задании, как в оригинальном курсе, скорость "
-        f"масштабируют линейно: {literal(base)} × {factor} = {literal(base * factor)}.",
+        "похоже, базовая скорость умножена на корень из того, во сколько раз вырос эффективный "
+        "батч. Для Adam так часто и начинают подбор, это разумно. Но в задании, как в "
+        "оригинальном курсе, скорость масштабируют линейно: во сколько раз вырос эффективный "
+        "батч, во столько же раз растёт и скорость.",
         "optimizer.lr_sqrt_k",
     )
 
@@ -181,10 +179,10 @@ def _sqrt_hint(base: float, factor: int) -> Hint:
 def _not_scaled_hint(lead: str, base: float, factor: int) -> Hint:
     """Скорость оставлена без пересчёта, хотя эффективный батч больше."""
     return (
-        f"{lead}. Эффективный батч здесь в {_times(factor)} больше, и по правилу линейного "
-        f"масштабирования скорость обучения тоже умножают на {factor}: {literal(base)} × "
-        f"{factor} = {literal(base * factor)}. Правило приближённое: в своих задачах скорость "
-        "всё равно стоит подбирать.",
+        f"{lead}. Скорость обучения не следует правилу линейного масштабирования: эффективный "
+        "батч вырос по сравнению с тем, для которого подобрана базовая скорость, — во сколько "
+        "раз он вырос и во сколько раз должна вырасти скорость? Правило приближённое: в своих "
+        "задачах скорость всё равно стоит подбирать.",
         "optimizer.lr_not_scaled",
     )
 
@@ -194,21 +192,23 @@ def _exponent_slip(got: float, expected: float) -> Hint | None:
     for factor in (10, 0.1):
         if _same(got, expected * factor):
             return (
-                f"{literal(got)} — в 10 раз {'больше' if factor > 1 else 'меньше'} верного: "
-                f"похоже, ошибка в показателе степени. Правило даёт {literal(expected)}.",
+                f"{literal(got)} — ровно в 10 раз {'больше' if factor > 1 else 'меньше'}, чем "
+                "даёт правило: похоже, ошибка в показателе степени. Пересчитайте порядок числа.",
                 "optimizer.lr_exponent_slip",
             )
     return None
 
 
 def _scenario_lr_hint(got: float, sc: Scenario) -> Hint | None:
-    """Подсказки к неверным выводам скорости обучения из чисел задания 7.6 (оба сценария)."""
-    base, ratio, right_lr = literal(sc.base_lr), sc.ratio, sc.learning_rate
-    right = f"{base} × {ratio} = {literal(right_lr)}"
+    """Подсказки к неверным выводам скорости обучения из чисел задания 7.6 (оба сценария).
+
+    Подсказка называет ошибку и правило, но не верное значение: его учащийся выводит сам.
+    """
+    base = literal(sc.base_lr)
     target, batch_4 = sc.target, EXPERIMENT_BATCH_7_6
     on_t4 = sc.physical == PHYSICAL_BATCH_7_6
-    if math.isclose(got, sc.base_lr * math.sqrt(ratio), rel_tol=0.02):
-        return _sqrt_hint(sc.base_lr, ratio)
+    if math.isclose(got, sc.base_lr * math.sqrt(sc.ratio), rel_tol=0.02):
+        return _sqrt_hint(sc.base_lr, sc.ratio)
     if _same(got, sc.base_lr * sc.physical / sc.base_batch):
         lead = (
             "это скорость обучения без накопления"
@@ -220,75 +220,60 @@ def _scenario_lr_hint(got: float, sc: Scenario) -> Hint | None:
     if _same(got, sc.base_lr):
         return _not_scaled_hint(
             f"{base} — базовая скорость без пересчёта: она для батча {sc.base_batch}, а "
-            f"градиент шага усредняется по {sc.target} примерам",
+            "градиент шага оптимизатора усредняется по эффективному батчу",
             sc.base_lr,
-            ratio,
+            sc.ratio,
         )
     if _same(got, sc.base_lr * target / batch_4):
         if on_t4:
-            micro = plural(target // batch_4, "микробатч", "микробатча", "микробатчей")
             text = (
-                f"{literal(got)} = {base} × {target} ÷ {batch_4}: похоже, вы решили, что скорость "
-                f"{base} подобрана для батча {batch_4} из опыта, или посчитали {target} ÷ "
-                f"{batch_4} = {micro}, взяв за физический батч {batch_4}. Но в таблице задания "
-                f"скорость {base} — для батча {sc.base_batch} (BASE_BATCH_SIZE), а батч "
-                f"{batch_4} в T4 не поместился."
+                f"похоже, за основу взят батч {batch_4} — тот, что брали в оригинальном опыте. "
+                f"Но в таблице задания скорость {base} — для батча {sc.base_batch} "
+                "(BASE_BATCH_SIZE)."
             )
         else:
             text = (
-                f"{literal(got)} = {base} × {sc.steps}: похоже, вы умножили базовую скорость на "
-                "число микробатчей. Но правило смотрит не на микробатчи, а на то, по скольким "
-                f"примерам усреднён градиент шага: по-прежнему по {target}, как на T4, — только "
-                f"собраны они в {plural(sc.steps, 'микробатч', 'микробатча', 'микробатчей')} по "
-                f"{sc.physical}. Базовая скорость {base} — для батча {sc.base_batch}."
+                "похоже, базовая скорость умножена на число микробатчей. Но правило смотрит не "
+                "на микробатчи, а на то, по скольким примерам усреднён градиент шага "
+                f"оптимизатора, — на эффективный батч. Базовая скорость {base} — для батча "
+                f"{sc.base_batch}."
             )
         return (
-            f"{text} Эффективный батч {target} больше базового в {_times(ratio)}, поэтому {right}.",
+            f"{text} Во сколько раз эффективный батч больше базового — во столько раз растёт "
+            "скорость.",
             "optimizer.lr_base_batch_from_experiment",
         )
     if _same(got, LR_LAB_7_5 * target):
-        physical = (
-            f"физический батч {sc.physical}, — то забыли микробатчи: эффективный батч "
-            f"{sc.physical} × {sc.steps} = {target}"
-            if not on_t4
-            else f"батч опыта, — то множитель не тот: эффективный батч {target}"
-        )
         return (
-            f"{literal(got)} = {literal(LR_LAB_7_5)} × {target}: похоже, вы взяли скорость из "
-            f"лабораторной 7.5 и умножили на {target}. Рассуждение верное: в 7.5 скорость "
-            f"{literal(LR_LAB_7_5)} тоже была при батче 1, и для батча {target} правило даёт из "
-            f"неё {literal(got)}. Но в этом задании основа другая — {base} (BASE_LEARNING_RATE), "
-            "как в оригинале курса для этого опыта; ни ту, ни другую скорость не подбирали "
-            f"именно для батча 1. От неё: {right}. Если же вы умножили {base} на "
-            f"{batch_4} — {physical}.",
+            f"похоже, вы взяли скорость из лабораторной 7.5 ({literal(LR_LAB_7_5)}) и "
+            "пересчитали её по правилу. Рассуждение верное: в 7.5 она тоже была при батче 1. Но "
+            f"в этом задании основа другая — {base} (BASE_LEARNING_RATE), как в оригинале курса "
+            "для этого опыта; ни ту, ни другую скорость не подбирали именно для батча 1. "
+            "Пересчитайте от BASE_LEARNING_RATE.",
             "optimizer.lr_from_7_5_scaled",
         )
     if _same(got, LR_LAB_7_5):
         return (
             f"{literal(LR_LAB_7_5)} — скорость обучения из лабораторной 7.5. Там она была при "
             "батче 1: веса обновлялись после каждого примера. Здесь шаг оптимизатора усредняет "
-            f"{plural(target, 'пример', 'примера', 'примеров')} — эффективный батч {target}, и "
-            "скорость пересчитывают по правилу "
-            "линейного масштабирования. К тому же основа в этом задании другая: базовая скорость "
-            f"{base} для батча {sc.base_batch} (BASE_LEARNING_RATE, из оригинала курса): "
-            f"{right}. Поэтому и сравнение с 7.5 не совсем честное: там {literal(LR_LAB_7_5)}, "
-            f"здесь {literal(right_lr)}.",
+            "эффективный батч, и скорость пересчитывают по правилу линейного масштабирования. К "
+            f"тому же основа в этом задании другая: базовая скорость {base} для батча "
+            f"{sc.base_batch} (BASE_LEARNING_RATE, из оригинала курса).",
             "optimizer.lr_from_7_5",
         )
-    if _same(got, sc.base_lr / ratio):
+    if _same(got, sc.base_lr / sc.ratio):
         return (
-            f"{literal(got)} = {base} ÷ {ratio}: скорость поделена, а не умножена. Эффективный "
-            f"батч больше базового, и по правилу скорость во столько же раз растёт: {right}.",
+            "скорость поделена, а не умножена. Эффективный батч больше базового, и по правилу "
+            "скорость во столько же раз растёт.",
             "optimizer.lr_divided",
         )
-    return _exponent_slip(got, right_lr)
+    return _exponent_slip(got, sc.learning_rate)
 
 
 def _lr_hint(got: float | str, expected: float, steps: int | None) -> Hint | None:
     if got == "schedule":
         return (
-            "в лабораторной скорость обучения постоянная: передайте число, "
-            "например learning_rate=" + literal(expected) + ".",
+            "в лабораторной скорость обучения постоянная: передайте число, а не расписание.",
             "optimizer.lr_schedule",
         )
     if steps:
@@ -303,15 +288,14 @@ def _lr_hint(got: float | str, expected: float, steps: int | None) -> Hint | Non
             return _not_scaled_hint("это скорость обучения без накопления", expected / steps, steps)
     elif _same(got, expected * 8) or _same(got, LR_LAB_7_6_BATCH_4 * 8):
         return (
-            f"{literal(got)} подобрана для накопления градиентов ×8 (задание "
-            f"лабораторной 7.6). Без накопления нужна {literal(expected)}.",
+            f"{literal(got)} подобрана для накопления градиентов (задание лабораторной 7.6). "
+            "Здесь накопления нет: возьмите скорость из таблицы задания.",
             "optimizer.lr_with_accumulation",
         )
     elif _same(got, LR_LAB_7_5) or _same(got, LR_LAB_7_6_BATCH_4):
         return (
-            f"{literal(got)} — скорость обучения из другой лабораторной "
-            f"(5e-5 — в 7.5, 1e-4 — в эксперименте с батчем 4 в 7.6); здесь нужна "
-            f"{literal(expected)}.",
+            f"{literal(got)} — скорость обучения из другой лабораторной; здесь нужна скорость "
+            "из таблицы этого задания.",
             "optimizer.lr_other_lab",
         )
     if _same(got, KERAS_DEFAULTS["learning_rate"]):
@@ -335,7 +319,8 @@ def _hyperparameter_hint(name: str, got: Any) -> Hint | None:
     default = KERAS_DEFAULTS.get(name)
     if name == "clipnorm" and got is None:
         return (
-            "без clipnorm градиент не обрезается; добавьте clipnorm=0.5.",
+            "без clipnorm градиент не обрезается; добавьте clipnorm со значением из таблицы "
+            "задания.",
             "optimizer.no_clipnorm",
         )
     if default is not None and _same(got, default):
@@ -347,17 +332,24 @@ def _hyperparameter_hint(name: str, got: Any) -> Hint | None:
     return None
 
 
+def _effective(batch: int, steps: Any) -> str:
+    """«эффективный батч 1 × 2 = 2» для ответа учащегося (или пусто, если это не число)."""
+    try:
+        count = int(steps)
+    except (TypeError, ValueError):
+        return ""
+    return f" При batch_size={batch} и {count} микробатчах эффективный батч — {batch * count}."
+
+
 def _accumulation_hint(got: Any, steps: int | None) -> Hint:
     if steps and not got:
         batch = _physical(steps)
         return (
             "накопление градиентов не включено: оптимизатор обновляет веса после каждого "
-            f"микробатча, и при batch_size={batch} эффективный батч равен {batch}. Добавьте "
-            f"gradient_accumulation_steps={steps} в конструктор AdamW: тогда веса обновляются "
-            f"раз в {plural(steps, 'микробатч', 'микробатча', 'микробатчей')} по среднему их "
-            "градиентов, как при батче из "
-            f"{plural(batch * steps, 'примера', 'примеров', 'примеров')}, а памяти под "
-            "активации нужно как для одного микробатча.",
+            f"микробатча, и при batch_size={batch} эффективный батч равен {batch}. Добавьте в "
+            "конструктор AdamW gradient_accumulation_steps — сколько микробатчей нужно "
+            "накопить на один шаг оптимизатора, чтобы получить эффективный батч задания "
+            "(эффективный = физический × число микробатчей).",
             "optimizer.no_accumulation",
         )
     if not steps:
@@ -369,31 +361,50 @@ def _accumulation_hint(got: Any, steps: int | None) -> Hint:
     physical = _physical(steps)
     if _same(got, TARGET_BATCH_7_6 // EXPERIMENT_BATCH_7_6) and physical == PHYSICAL_BATCH_7_6:
         return (
-            f"{got} = {TARGET_BATCH_7_6} ÷ {EXPERIMENT_BATCH_7_6}: похоже, за физический батч "
-            f"вы взяли {EXPERIMENT_BATCH_7_6} из опыта. Но батч {EXPERIMENT_BATCH_7_6} в T4 не "
-            f"поместился: физический батч здесь {PHYSICAL_BATCH_7_6} (PHYSICAL_BATCH_SIZE), и "
-            f"микробатчей на шаг нужно {TARGET_BATCH_7_6} ÷ {PHYSICAL_BATCH_7_6} = {steps}.",
+            f"похоже, за физический батч взят {EXPERIMENT_BATCH_7_6} — батч оригинального "
+            "опыта. Физический батч этого задания — PHYSICAL_BATCH_SIZE."
+            + _effective(physical, got),
             "optimizer.steps_experiment_batch",
         )
     if _same(got, TARGET_BATCH_7_6) and physical > 1:
         return (
             f"{TARGET_BATCH_7_6} — это сам эффективный батч, который мы хотим, а не число "
-            "микробатчей. Каждый микробатч уже содержит физический батч примеров, поэтому "
-            f"микробатчей на шаг нужно эффективный ÷ физический: {TARGET_BATCH_7_6} ÷ "
-            f"{physical} = {steps}. С {TARGET_BATCH_7_6} микробатчами эффективный батч вышел "
-            f"бы {physical} × {TARGET_BATCH_7_6} = {physical * TARGET_BATCH_7_6}.",
+            "микробатчей. Каждый микробатч уже содержит физический батч примеров."
+            + _effective(physical, got),
             "optimizer.steps_equal_target",
         )
-    batch = physical
     return (
-        f"эффективный батч = batch_size × gradient_accumulation_steps; при batch_size={batch} "
-        f"нужно gradient_accumulation_steps={steps}, чтобы получить батч из {batch * steps}.",
+        "эффективный батч = физический батч × gradient_accumulation_steps; сравните с "
+        "эффективным батчем, который мы хотим." + _effective(physical, got),
         "optimizer.wrong_accumulation_steps",
     )
 
 
+#: Задания, которые проверяет :func:`judge_optimizer`, и их верные ответы: число микробатчей
+#: (``None`` — накопления нет) и скорость обучения. Тетрадка называет задание по имени, а не
+#: числами: иначе вызов проверки в тетрадке выдал бы ответ.
+TASKS: dict[str, tuple[int | None, float]] = {
+    "lab_7_5": (None, LR_LAB_7_5),
+    "t4": (T4_SCENARIO.steps, T4_SCENARIO.learning_rate),
+    "32gb": (CARD_32GB.steps, CARD_32GB.learning_rate),
+}
+
+
+def task_answer(task: str, steps: Any, learning_rate: Any) -> tuple[int | None, float]:
+    """Верные ``steps`` и ``learning_rate``: заданные явно или по имени задания ``task``."""
+    if task not in TASKS:
+        raise ValueError(f"неизвестное задание {task!r}; есть: {', '.join(TASKS)}")
+    task_steps, task_lr = TASKS[task]
+    steps = task_steps if steps == FROM_TASK else steps
+    learning_rate = task_lr if learning_rate == FROM_TASK else learning_rate
+    return steps, float(learning_rate)
+
+
 def judge_optimizer(
-    facts: dict[str, Any], steps: int | None = 8, learning_rate: float = 8e-4
+    facts: dict[str, Any],
+    task: str = "t4",
+    steps: Any = FROM_TASK,
+    learning_rate: Any = FROM_TASK,
 ) -> CheckResult:
     """Вердикт по :func:`feedback.accumulation.optimizer_facts`.
 
@@ -405,6 +416,7 @@ def judge_optimizer(
     1,25 · 10⁻⁵ (поделено) и 8e-5 (ошибка в показателе степени). При ``steps`` меньше 8
     проверка считает, что физический батч — 8 ÷ ``steps``.
     """
+    steps, learning_rate = task_answer(task, steps, learning_rate)
     title = OPTIMIZER_TITLE
     if not facts["adamw"]:
         name = str(facts["class"])

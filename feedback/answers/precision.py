@@ -25,11 +25,9 @@ from feedback.formatting import (
     PARAMETERS,
     format_gib,
     format_number,
-    format_pair,
     format_significant,
     plural,
 )
-from feedback.gpu.xla_memory import ALLOCATOR_ENV_VAR
 from feedback.precision import (
     BFLOAT16_TITLE,
     BYTES_PER_DTYPE,
@@ -40,8 +38,10 @@ from feedback.precision import (
     WEIGHTS_DTYPE_TITLE,
     VariableFacts,
     dtype_choice,
+    measured_overhead_source,
     training_overhead_gib,
 )
+from feedback.settings import LAB_TRAINING_XLA
 from feedback.wall import GEMMA_4B_PARAMS, t4_usable, weights_gib
 
 #: Что печатает задание 1 лабораторной 7.5 (показывается в вердикте рядом с типом).
@@ -292,9 +292,9 @@ BUDGET_PARAMS = GEMMA_4B_PARAMS
 BUDGET_REL_TOL = 1e-2
 
 
-#: T4_USABLE_GIB тетрадки: 15 ГиБ без ≈ 0,3 ГиБ на контекст CUDA. Остаток на обучение
-#: учащийся считает от него.
-LAB_USABLE_GIB = 15 - 0.3
+#: T4_USABLE_GIB тетрадки: доля 0,95 (LAB_TRAINING_XLA) от 15 ГиБ T4. Остаток на обучение
+#: ячейка считает от него.
+LAB_USABLE_GIB = 0.95 * 15
 
 
 def _bytes_word(count: float) -> str:
@@ -448,8 +448,8 @@ def judge_weights_budget(observation: Any) -> CheckResult:
             continue
         if math.isclose(got, expected, rel_tol=BUDGET_REL_TOL):
             continue
-        shown_expected, shown_got = format_pair(expected, float(got), format_gib)
-        lines.append(f"{dtype}: ожидалось {shown_expected}, получено {shown_got}.")
+        # Верное число не называется: его учащийся считает сам, подсказка называет ошибку.
+        lines.append(f"{dtype}: получено {format_gib(float(got), 3)} — неверно.")
         for known in BUDGET_MISTAKES:
             if known is skipped:
                 continue
@@ -472,7 +472,7 @@ def judge_weights_budget(observation: Any) -> CheckResult:
         where = plural(len(lines), "формате", "форматах", "форматах")
         return failed(title, f"ошибка в {where}.", *details, mistake=mistake)
 
-    usable = t4_usable({ALLOCATOR_ENV_VAR: "platform"}).gib
+    usable = t4_usable(LAB_TRAINING_XLA).gib
     details = [
         f"{dtype}: {plural(BUDGET_PARAMS, *PARAMETERS)} × {_bytes_word(size)} / 1024³ ≈ "
         f"{format_gib(weights_gib(BUDGET_PARAMS, size))}, на обучение из "
@@ -490,7 +490,7 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
     """Вердикт по выбранному типу весов (наблюдение — :func:`feedback.engine.values.describe`)."""
     choice = dtype_choice(revive(observation))
     title = WEIGHTS_DTYPE_TITLE
-    usable = t4_usable({ALLOCATOR_ENV_VAR: "platform"}).gib  # как в лабораторной 7.5
+    usable = t4_usable(LAB_TRAINING_XLA).gib  # настройки памяти лабораторной 7.5
     overhead = training_overhead_gib("gemma3_4b_text")
     if choice == "bfloat16":
         weights = weights_gib(GEMMA_4B_PARAMS, 2)
@@ -500,24 +500,20 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             f"Веса gemma3_4b_text займут ≈ {format_gib(weights)} вместо ≈ "
             f"{format_gib(weights_gib(GEMMA_4B_PARAMS, 4))} во float32: из "
             f"{format_gib(usable)} T4 на обучение останется ≈ {format_gib(usable - weights, 2)}, "
-            f"а шагу обучения сверх весов, по оценке компилятора XLA, нужно около "
-            f"{format_gib(overhead, 2)}.",
+            f"а шагу обучения сверх весов нужно около {format_gib(overhead, 3)} "
+            f"({measured_overhead_source()}).",
         )
     if choice in ("float32", "float64"):
         size = LOADABLE_DTYPES[choice]
         weights = weights_gib(GEMMA_4B_PARAMS, size)
+        # Память под веса — ответ задания 1 (бюджет): её вердикт не называет.
         if weights > usable:
-            why = (
-                f"одни только веса Gemma-4B займут ≈ {format_gib(weights)}, больше "
-                f"{format_gib(usable)}, доступных на T4, и не поместятся в T4."
-            )
+            why = "одни только веса Gemma-4B в нём не поместятся в T4."
         else:
             why = (
-                f"веса Gemma-4B займут ≈ {format_gib(weights)} из {format_gib(usable)}, "
-                f"доступных на T4, и на обучение останется лишь "
-                f"{format_gib(usable - weights, 2)}. А шагу обучения сверх весов, по оценке "
-                f"компилятора XLA, нужно не меньше {format_gib(overhead, 2)}, так что вместе с "
-                "обучением они не поместятся в T4."
+                "веса Gemma-4B в нём, может быть, и поместятся в T4, но почти не оставят места "
+                f"обучению. А шагу обучения сверх весов нужно ещё около {format_gib(overhead, 3)} "
+                f"({measured_overhead_source()}), так что вместе с обучением они не поместятся."
             )
         return failed(
             title,
@@ -532,7 +528,8 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             title,
             "float16 тоже занимает 2 байта, но его диапазон узок (максимум около 65 504): при "
             "обучении легко получить inf.",
-            "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32, — bfloat16.",
+            "Подсказка: нужен 16-битный тип с тем же диапазоном, что у float32: сравните "
+            "форматы опытом над числом 70000 в ячейке выше.",
             mistake="dtype.float16",
         )
     if choice in MIXED_POLICIES:
@@ -540,12 +537,12 @@ def judge_weights_dtype(observation: Any) -> CheckResult:
             title,
             f"{choice} — это смешанная точность: вычисления в 16 битах, а веса хранятся во "
             "float32, так что памяти под веса она не экономит.",
-            'Подсказка: нужен тип самих весов, например "bfloat16".',
+            "Подсказка: нужен тип самих весов — один из форматов задания 1.",
             mistake="dtype.mixed_policy",
         )
     return failed(
         title,
         f"Keras не знает тип весов {choice[:40]!r}.",
-        "Подходят строки " + ", ".join(f'"{name}"' for name in LOADABLE_DTYPES) + ".",
+        "Впишите строкой имя одного из форматов задания 1 (ключи BYTES_PER_NUMBER).",
         mistake="dtype.unknown_name",
     )

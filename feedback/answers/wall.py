@@ -18,7 +18,7 @@ from feedback.answers.mistakes import problem
 from feedback.engine.calling import LearnerProblem
 from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.engine.values import revive
-from feedback.formatting import PARAMETERS, format_gib, format_pair, plural
+from feedback.formatting import PARAMETERS, format_gib, plural
 from feedback.wall import GEMMA_4B_PARAMS, WEIGHTS_TITLE, weights_gib
 
 #: Допуск: ответ, округлённый до 14,5 или 14,45 ГиБ, принимается.
@@ -109,8 +109,8 @@ def judge_weights_memory(
             f"верно: {plural(param_count, *PARAMETERS)} × "
             f"{plural(bytes_per_param, 'байт', 'байта', 'байт')} / 1024³ ≈ {format_gib(expected)}.",
         )
-    shown_expected, shown_got = format_pair(expected, got, format_gib)
-    details = [f"Ожидалось: {shown_expected}", f"Получено: {shown_got}"]
+    # Верный ответ не называется: его учащийся считает сам, подсказка называет ошибку.
+    details = [f"Получено: {format_gib(got, 3)}"]
     mistakes = _weights_mistakes(param_count, bytes_per_param)
     # Сначала точные совпадения: ровно 15 — это память T4, хотя и 14,9 для круглых 4 млрд
     # параметров отличается от 15 меньше чем на 1 %; потом — с допуском на округление.
@@ -119,4 +119,7 @@ def judge_weights_memory(
             if math.isclose(got, wrong, rel_tol=rel_tol):
                 details.append(f"Подсказка: {hint}")
                 return failed(WEIGHTS_TITLE, "ответ неверный.", *details, mistake=mistake)
+    details.append(
+        "Подсказка: память под веса — число параметров × байты на параметр, делённое на 1024³."
+    )
     return failed(WEIGHTS_TITLE, "ответ неверный.", *details, mistake=UNKNOWN)
