@@ -119,13 +119,21 @@ notebooks: $(STAMP)
 
 release: notebooks
 
+# Пути и имена из командной строки (SUBMISSIONS, ROSTER, WORKSHEET, LAB, DEST, …) рецепты берут из
+# окружения — "$$ROSTER", а не текстом $(ROSTER): так имя с пробелом, скобками, кавычками или
+# по-русски («~/Загрузки/7.2 (1).zip» — второе скачивание браузера) доходит до программы одним
+# аргументом, а не ломает строку bash. Опции — в форме --roster=…, после «--» — позиционные:
+# имя, которое начинается с «-», тоже остаётся именем.
+export SUBMISSIONS ROSTER WORKSHEET LAB DEST JOBS SCHEDULER HUB_PORT HUB_IP TEACHER
+
 # make grade — всё из .course-work/submitted; make grade SUBMISSIONS=архив.zip (или папка) JOBS=4;
 # на рабочих Dask: make grade SCHEDULER=tcp://host:8786; со списком учащихся (id,first_name,
 # last_name,email): make grade ROSTER=students.csv — он копируется в .course-work/students.csv,
 # и дальше берётся оттуда сам (docs/teaching.md).
 grade: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS)) \
-		$(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(ROSTER),--roster "$(ROSTER)")
+	$(BIN)/python -m feedback.teacher.grade $${JOBS:+--jobs="$$JOBS"} \
+		$${SCHEDULER:+--scheduler="$$SCHEDULER"} $${ROSTER:+--roster="$$ROSTER"} \
+		$${SUBMISSIONS:+-- "$$SUBMISSIONS"}
 
 # Секунды на работу при JOBS=1 и 2, ускорение, постоянная часть и время групп тестов.
 bench: $(STAMP) sandbox
@@ -157,15 +165,15 @@ $(HUB_PROXY): hub/package.json hub/package-lock.json
 hub-proxy: $(HUB_PROXY)
 
 hub: $(STAMP) $(HUB_PROXY)
-	$(BIN)/python -m feedback.teacher.hub start $(if $(ROSTER),--roster "$(ROSTER)") \
-		$(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(HUB_IP),--ip $(HUB_IP)) \
-		$(if $(TEACHER),--teacher "$(TEACHER)")
+	$(BIN)/python -m feedback.teacher.hub start $${ROSTER:+--roster="$$ROSTER"} \
+		$${HUB_PORT:+--port="$$HUB_PORT"} $${HUB_IP:+--ip="$$HUB_IP"} \
+		$${TEACHER:+--teacher="$$TEACHER"}
 
 hub-stop: $(STAMP)
 	$(BIN)/python -m feedback.teacher.hub stop
 
 hub-release: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub release "$(LAB)"
+	$(BIN)/python -m feedback.teacher.hub release $${LAB:+-- "$$LAB"}
 
 collect: $(STAMP)
 	$(BIN)/python -m feedback.teacher.hub collect
@@ -174,12 +182,12 @@ collect: $(STAMP)
 # export/<лаб>_feedback_files.zip («Загрузить несколько файлов с отзывами в ZIP»); с
 # ведомостью задания — её заполненная копия: make export WORKSHEET=ведомость.csv LAB=7.2
 export: $(STAMP)
-	$(BIN)/python -m feedback.teacher.export $(if $(WORKSHEET),--worksheet "$(WORKSHEET)") \
-		$(if $(LAB),--lab "$(LAB)")
+	$(BIN)/python -m feedback.teacher.export $${WORKSHEET:+--worksheet="$$WORKSHEET"} \
+		$${LAB:+--lab="$$LAB"}
 
 # Публичная копия для учащихся без solutions/ и тестов: make public DEST=../course7-public
 public: $(STAMP)
-	$(BIN)/python -m feedback.teacher.public $(DEST)
+	$(BIN)/python -m feedback.teacher.public $${DEST:+-- "$$DEST"}
 
 check-notebooks: $(STAMP)
 	$(BIN)/python -m feedback.teacher.release --check
