@@ -187,6 +187,14 @@ def test_the_progress_line_says_how_many_points_the_teacher_still_gives():
     assert grade.progress_line(4, 5, result, manual) == (
         "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ещё 3 — вручную (2,5 с)"
     )
+    # Сколько ждёт именно эта работа после записи: оценённое и не изменившееся — не в счёт.
+    assert grade.progress_line(4, 5, result, manual, pending=1) == (
+        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ещё 1 — вручную (2,5 с)"
+    )
+    assert grade.progress_line(4, 5, result, manual, pending=0) == (
+        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ручной оценки не ждёт "
+        "(2,5 с)"
+    )
     halves = {"a": TaskOutcome(0.5, 1.5)}
     assert grade.progress_line(1, 1, UnitResult("x", LAB2, nb, halves), 0) == (
         "[1/1] x · lab_7_2_training_flops: 0,5 из 1,5"

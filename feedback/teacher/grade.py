@@ -118,6 +118,8 @@ class Run:
     before: ledger.Scores = field(default_factory=dict)
     uploads: dict[tuple[str, str], str] = field(default_factory=dict)
     answers: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    #: Сколько баллов работы ждёт ручной оценки после её записи (для строки хода).
+    pending: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @property
     def work(self) -> Path:
@@ -344,6 +346,7 @@ def merge(run: Run, result: UnitResult, reports: ReportWriter) -> None:
         archive=lambda rows: ledger.archive_manual(run.work, rows),
     )
     run.answers[key] = recorded.answers
+    run.pending[key] = recorded.pending
     reports.write(result.student, result.lab, recorded.path)
     run.tables.add(result)
 
@@ -489,11 +492,22 @@ def _grade_units(run: Run, found: list[Submission], scheduler: str | None) -> le
 
 
 def _merge_unassessed(run: Run, problems: list[Problem], graded: set[tuple[str, str]]) -> None:
-    """Нули в базу и отчёт неоценённым работам, у которых известны учащийся и лабораторная."""
+    """Нули в базу и отчёт неоценённым работам, у которых известны учащийся и лабораторная.
+
+    Работа, уже оценённая прежним запуском по настоящему файлу, остаётся как была: битый или
+    лишний файл того же учащегося в следующем архиве (опоздавшие, «Скачать все ответы» ещё
+    раз) — строка problems.csv, а не нули вместо оценки и снятые ручные оценки.
+    """
+    kept = {key for key, earlier in run.before.items() if _real_upload(earlier.upload)}
     reports = ReportWriter(run.work)
-    for result in _unassessed(run, problems, graded):
+    for result in _unassessed(run, problems, graded | kept):
         run.uploads[(result.student, result.lab)] = ledger.NO_UPLOAD
         _merge_safely(run, result, reports)
+
+
+def _real_upload(upload: str | None) -> bool:
+    """Оценён ли по настоящему файлу (а не нулями неоценённой работы)."""
+    return upload is not None and upload != ledger.NO_UPLOAD
 
 
 #: Файл блокировки рабочей папки: два make grade в одной папке переписывали бы таблицы друг друга.
@@ -554,8 +568,9 @@ def _run_units(run: Run, jobs: list[Job], scheduler: str | None, work: Path) -> 
         nonlocal done
         done += 1
         _merge_safely(run, result, reports)
+        key = (result.student, result.lab)
         print(
-            progress_line(done, total, result, manual.get(result.lab, 0)),
+            progress_line(done, total, result, manual.get(result.lab, 0), run.pending.get(key)),
             file=sys.stderr,
             flush=True,
         )
@@ -595,19 +610,27 @@ def manual_points(release: nbformat.NotebookNode) -> float:
     return total
 
 
-def progress_line(done: int, total: int, result: UnitResult, manual: float = 0) -> str:
+def progress_line(
+    done: int, total: int, result: UnitResult, manual: float = 0, pending: float | None = None
+) -> str:
     """Строка хода оценивания: баллы автопроверки и сколько баллов ещё поставит преподаватель.
 
     «10 из 10» у 7.4 скрывало бы, что максимум — 13: три балла письменных ответов ставятся
-    в formgrader (``manual`` — :func:`manual_points`).
+    в formgrader (``manual`` — :func:`manual_points`). ``pending`` — сколько из них эта работа
+    ждёт на самом деле после записи (:attr:`feedback.teacher.gradebook.Recorded.pending`: уже
+    оценённый и не изменившийся ответ и нетронутая заготовка, получившая 0, не в счёт);
+    ``None`` — запись не удалась, и строка называет все баллы письменных ответов.
     """
     score = sum(float(test.score) for test in result.tests.values())
     points = sum(float(test.points) for test in result.tests.values())
     mark = " ⚠" if result.flagged else ""
     took = f" ({format_plain(result.wall_seconds, 1)} с)" if result.wall_seconds else ""
     scored = f"{format_plain(score, 2)} из {format_plain(points, 2)}"
-    if manual:
-        scored = f"автопроверка: {scored}, ещё {format_plain(manual, 2)} — вручную"
+    waiting = manual if pending is None else pending
+    if manual and waiting:
+        scored = f"автопроверка: {scored}, ещё {format_plain(waiting, 2)} — вручную"
+    elif manual:
+        scored = f"автопроверка: {scored}, ручной оценки не ждёт"
     return f"[{done}/{total}] {result.student} · {result.lab}: {scored}{mark}{took}"
 
 
