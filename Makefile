@@ -20,7 +20,7 @@ LAB_STAMP := $(call stamp,$(LAB_EXTRAS))
 STAMP := $(call stamp,$(EXTRAS))
 
 .PHONY: lab test test-all lint unit unit-fast nbval nbval-cpu notebooks release check-notebooks grade formgrader \
-	feedback export public \
+	feedback export public summary \
 	sandbox bench gpu-check env browser clean hub hub-proxy hub-stop hub-release collect
 
 # Ставит uv (версия — из дополнения dev в pyproject.toml), а он — пакет курса и свежий pip:
@@ -177,6 +177,11 @@ hub-release: $(STAMP)
 
 collect: $(STAMP)
 	$(BIN)/python -m feedback.teacher.hub collect
+
+# Таблицы оценок из базы и сводка summary.html заново — после ручной проверки в formgrader (то же
+# делают make feedback и make export).
+summary: $(STAMP)
+	$(BIN)/python -m feedback.teacher.analytics
 
 # Оценки для Moodle: .course-work/export/moodle_grades.csv («Импорт оценок → CSV-файл»), отчёты —
 # export/<лаб>_feedback_files.zip («Загрузить несколько файлов с отзывами в ZIP»); с

@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+
+from markupsafe import escape
 
 from feedback.teacher import export, gradebook, ledger, reports
 from feedback.teacher import grade as grading
@@ -168,3 +171,44 @@ def test_an_override_survives_a_late_archive_with_a_broken_file_and_a_regrade(
             problems = read_csv(work / "problems.csv")
             assert [row["student_id"] for row in problems] == ["ivanov"]
     assert not (work / ledger.MANUAL_ARCHIVE).exists()
+
+
+def _summary(work) -> str:
+    return (work / "summary.html").read_text(encoding="utf-8")
+
+
+def _waiting_rows(work) -> list[str]:
+    """Строки раздела «Ждут преподавателя» сводки (учащийся каждой)."""
+    section = _summary(work).split('<section id="pending">', 1)[1].split("</section>", 1)[0]
+    return re.findall(r'<tr data-lab="[^"]*" data-pending[^>]*><td>(?:<a [^>]*>)?([^<]*)', section)
+
+
+def test_the_summary_follows_manual_grading_and_shows_what_changed(
+    tmp_path, sandbox, fresh_work, monkeypatch
+):
+    """make feedback и make export после formgrader пишут сводку заново; снятая оценка — с
+    прежними баллом и комментарием и разницей ответов, ссылки на changes.csv и архив."""
+    settings = replace(Settings.from_env(), work=fresh_work(tmp_path / "work"))
+    work, folder = settings.work, tmp_path / "submitted"
+    monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
+    _grade_once(settings, folder, FIRST)
+    assert _waiting_rows(work) == ["ivanov"]
+    _manual(work, 1.0, COMMENT)
+    assert reports.main() == 0  # make feedback
+    assert _waiting_rows(work) == []
+    assert "Все работы проверены." in _summary(work)
+
+    _grade_once(settings, folder, SECOND)
+    page = _summary(work)
+    assert _waiting_rows(work) == ["ivanov"]
+    assert 'href="changes.csv"' in page and 'href="manual_archive.csv"' in page
+    reopened = page.split('<section id="reopened">', 1)[1].split("</section>", 1)[0]
+    assert str(escape(COMMENT)) in reopened
+    assert f'<span class="old">− {escape(FIRST)}</span>' in reopened
+    assert f'<span class="new">+ {escape(SECOND)}</span>' in reopened
+    _manual(work, 0.5, "Теперь верно.")
+    (work / "summary.html").unlink()
+    assert export.main([]) == 0  # make export
+    page = _summary(work)
+    assert _waiting_rows(work) == [] and "Изменённых после ручной проверки ответов нет." in page
+    assert re.search(r"Состояние на \d{1,2} [а-я]+ \d{4}, \d\d:\d\d", page)

@@ -76,6 +76,23 @@ class Pending:
     flagged_points: float
 
 
+@dataclass(frozen=True)
+class Reopened:
+    """Снятая ручная оценка, чей ответ ещё ждёт проверки: что изменилось и что было.
+
+    Строка manual_archive.csv (:class:`feedback.teacher.tables.ManualArchiveRow`) и разница
+    прежнего и нового ответа построчно: ``diff`` — пары (вид, строка), вид — ``"-"`` (было),
+    ``"+"`` (стало), ``" "`` (то же) или ``"@"`` (заголовок куска).
+    """
+
+    student_id: str
+    lab: str
+    task: str
+    points: str
+    comment: str
+    diff: list[tuple[str, str]]
+
+
 @dataclass
 class ClassData:
     """Всё, что показывает сводка: по лабораторным, заданиям и спискам таблиц."""
@@ -92,6 +109,13 @@ class ClassData:
     #: (лабораторная, grade_id) → «Задание 1. …» или «Вопрос 1».
     titles: dict[str, str] = field(default_factory=dict)
     task_titles: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Снятые ручные оценки, чьи ответы ещё ждут проверки (manual_archive.csv).
+    reopened: list[Reopened] = field(default_factory=list)
+    #: Таблицы рабочей папки, на которые ссылается страница, и строк в changes.csv.
+    tables: list[str] = field(default_factory=list)
+    changes: int = 0
+    #: Когда составлена: «5 декабря 2026, 09:10 (UTC+03:00)».
+    as_of: str = ""
 
     def lab_title(self, lab: str) -> str:
         return self.titles.get(lab) or lab

@@ -129,8 +129,8 @@ def rewrite_all(work: Path) -> list[Path]:
 
 
 def main() -> int:
-    """Отчёты и таблицы оценок заново: после ручной проверки в formgrader меняются и те и другие."""
-    from feedback.teacher import gradebook
+    """Отчёты, таблицы оценок и сводка заново: после ручной проверки в formgrader меняются все."""
+    from feedback.teacher import analytics, gradebook
 
     work = work_dir()
     written = rewrite_all(work)
@@ -138,6 +138,9 @@ def main() -> int:
     if (work / "gradebook.db").is_file():
         grades, by_task = gradebook.export(work)
         print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
+        summary = analytics.refresh(work)
+        if summary is not None:
+            print(f"Сводка для преподавателя обновлена: {summary}")
     return 0
 
 
