@@ -29,12 +29,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedback.answers.mistakes import describe
 from feedback.engine.result import UNKNOWN
 from feedback.formatting import plural_form
 from feedback.teacher import files
 from feedback.teacher.class_data import (
     NO_CODE,
+    NOT_ATTEMPTED,
     NOT_MISTAKES,
     SLOW_FACTOR,
     SLOW_SECONDS,
@@ -42,6 +42,7 @@ from feedback.teacher.class_data import (
     Pending,
     Reopened,
     TaskStats,
+    mistake_description,
 )
 from feedback.teacher.results import UnitResult
 from feedback.teacher.similarity import similar_rows, tasks_from
@@ -91,17 +92,66 @@ def hint_from_verdict(verdict: str) -> str:
 
 
 def mistake_rows(result: UnitResult) -> list[MistakeRow]:
-    """Строки mistakes.csv для результата единицы: по одной на непройденное задание."""
+    """Строки mistakes.csv для результата единицы: по одной на непройденное задание.
+
+    Задание, к которому учащийся не приступал (:func:`not_attempted`), — :data:`NOT_ATTEMPTED`,
+    а не «неверно без известной ошибки»: так видно, сколько не приступали, а сколько ошиблись.
+    """
     rows = []
+    blank = not_attempted(result.autograded) if result.assessed else set()
     for grade_id, test in sorted(result.tests.items()):
         if test.passed:
             continue
         mistake = str(test.mistake or UNKNOWN)
+        if mistake == UNKNOWN and grade_id in blank:
+            mistake = NOT_ATTEMPTED
         hint = hint_from_verdict(test.verdict) if mistake not in NOT_MISTAKES else ""
         rows.append(
-            MistakeRow(result.student, result.lab, grade_id, mistake, describe(mistake), hint)
+            MistakeRow(
+                result.student, result.lab, grade_id, mistake, mistake_description(mistake), hint
+            )
         )
     return rows
+
+
+def _is_template(cell: Mapping) -> bool:
+    """Ячейка решения такая же, как в выпуске (контрольная сумма nbgrader совпала)."""
+    import nbformat
+    from nbgrader.utils import compute_checksum
+
+    expected = cell.get("metadata", {}).get("nbgrader", {}).get("checksum")
+    if not expected:
+        return False
+    node = nbformat.from_dict(cell)
+    if isinstance(node.source, list):  # JSON тетрадки: строки списком
+        node.source = "".join(node.source)
+    return compute_checksum(node) == expected
+
+
+def not_attempted(notebook: Mapping) -> set[str]:
+    """Проверки автопроверки, к которым учащийся не приступал.
+
+    Проверка берёт ячейки решения перед собой (после предыдущей проверки), а если их нет —
+    все ячейки решения выше; не приступал — все они заготовка лабораторной (та же контрольная
+    сумма nbgrader, что в выпуске).
+    """
+    untouched: set[str] = set()
+    span: list[bool] = []
+    above: list[bool] = []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        grading = cell.get("metadata", {}).get("nbgrader", {})
+        if grading.get("solution"):
+            blank = _is_template(cell)
+            span.append(blank)
+            above.append(blank)
+        elif grading.get("grade") and grading.get("grade_id"):
+            covered = span or above
+            if covered and all(covered):
+                untouched.add(grading["grade_id"])
+            span = []
+    return untouched
 
 
 # --------------------------------------------------------------------------- чтение папки
@@ -357,12 +407,19 @@ def lecture_notes(data: ClassData) -> str:
         if not works:
             continue
         lines += [f"## {_md(data.lab_title(lab))}", ""]
+        blank = data.not_attempted(lab)
+        if blank:
+            lines += [
+                f"Не приступали хотя бы к одному заданию: {blank} из {works} "
+                f"{plural_form(str(works), 'работы', 'работ', 'работ')} (в ошибках не считаются).",
+                "",
+            ]
         if not top:
             lines += ["Типичных ошибок не найдено.", ""]
             continue
         for number, (mistake, count, hint) in enumerate(top, start=1):
             lines.append(
-                f"{number}. **{_md(describe(mistake))}** (`{mistake}`) — {count} из "
+                f"{number}. **{_md(mistake_description(mistake))}** (`{mistake}`) — {count} из "
                 f"{works} {plural_form(str(works), 'работы', 'работ', 'работ')}."
             )
             if hint:

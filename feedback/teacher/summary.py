@@ -35,10 +35,16 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
-from feedback.answers.mistakes import describe
 from feedback.formatting import format_plain, plural
 from feedback.teacher import files
-from feedback.teacher.class_data import NO_CODE, SLOW_FACTOR, SLOW_SECONDS, ClassData, TaskStats
+from feedback.teacher.class_data import (
+    NO_CODE,
+    SLOW_FACTOR,
+    SLOW_SECONDS,
+    ClassData,
+    TaskStats,
+    mistake_description,
+)
 from feedback.teacher.safe_html import CSP_META
 from feedback.teacher.settings import PACKAGE
 
@@ -86,7 +92,7 @@ def ranked(counts: Counter) -> list[tuple[str, int]]:
 
 def mistake_text(mistake: str) -> str:
     """Описание ошибки по-русски (код — только в подсказке страницы)."""
-    return NO_CODE_TEXT if mistake == NO_CODE else describe(mistake)
+    return NO_CODE_TEXT if mistake == NO_CODE else mistake_description(mistake)
 
 
 def short_title(title: str) -> str:
@@ -268,6 +274,7 @@ def render(data: ClassData, work: Path) -> str:
                 "tasks": tasks,
                 "learners": data.works(lab),
                 "top_mistakes": data.top_mistakes(lab),
+                "not_attempted": data.not_attempted(lab),
             }
         )
 
