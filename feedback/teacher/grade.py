@@ -45,6 +45,7 @@ import os
 import secrets
 import shutil
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -308,14 +309,21 @@ def warm_up(
     """
     pending = unchecked_references(run, labs, cache) if pending is None else pending
     failures = []
+    started = time.monotonic()
+    for lab, (job, _) in sorted(pending.items()):
+        kind = "GPU-лабораторная, крошечная модель — до минуты" if job.gpu else "секунды"
+        say(f"проверяю эталонное решение {lab} в песочнице (раз на версию; {kind})…")
 
     def on_result(result: UnitResult) -> None:
         _, stamp = pending[result.lab]
         lost = [gid for gid, test in result.tests.items() if not test.passed]
+        took = format_plain(time.monotonic() - started, 1)
         if lost or result.problems:
             failures.append(f"{result.lab}: {', '.join(lost)} {' '.join(result.problems)}")
+            say(f"эталонное решение {result.lab} не прошло своих проверок ({took} с)")
         else:
             stamp.touch()
+            say(f"эталонное решение {result.lab} проверено ({took} с)")
 
     jobs = [with_template(job, templates or {}) for job, _ in pending.values()]
     run_local(jobs, run.jobs, on_result, run.settings.units)
@@ -324,6 +332,13 @@ def warm_up(
             "эталонное решение не проходит собственные проверки при оценивании — "
             "исправьте solutions/: " + "; ".join(failures)
         )
+
+
+def say(text: str) -> None:
+    """Строка подготовки в консоли (до строк «[1/N]»): первый make grade GPU-лабораторной
+    готовится десятки секунд — эталон, заготовки ядер, крошечная модель, — и молчание выглядело
+    бы зависанием."""
+    print(f"… {text}", file=sys.stderr, flush=True)
 
 
 def with_template(job: Job, templates: dict[str, str]) -> Job:
@@ -416,6 +431,7 @@ def _grade(
     scheduler = scheduler or settings.scheduler
     work = settings.work
     # 2. Лабораторные и список учащихся в базе; баллы прошлого запуска — для changes.csv.
+    say("готовлю оценивание: песочница, лабораторные в базе оценок…")
     run = prepare(settings, jobs, roster_file)
     run.before = ledger.previous_scores(work)
     # 1. Работы и строки problems.csv обо всём, что оценить нельзя.
@@ -481,9 +497,13 @@ def _grade_units(run: Run, found: list[Submission], scheduler: str | None) -> le
     )
     use_templates = run.settings.warm_kernels and run.mode == "bwrap"
     profiles = [profile for profile, count in kernels.items() if warm.pays_off(profile, count)]
+    say(f"работ к оцениванию: {len(jobs_list)}")
+    if use_templates and profiles:
+        say(f"запускаю заготовки ядер ({', '.join(sorted(profiles))})…")
     with warm.kernel_templates(profiles, template_env, enabled=use_templates) as templates:
         jobs_list = [with_template(job, templates) for job in local] or jobs_list
         if any(job.gpu for job in jobs_list):
+            say("готовлю крошечную модель для GPU-лабораторных…")
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
         warm_up(run, set(references), cache, templates, references)
         start = ledger.run_start(run.work, run.before)
