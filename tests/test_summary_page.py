@@ -24,7 +24,7 @@ from page_checks import page_problems
 
 from feedback.teacher import analytics, summary
 from feedback.teacher.analytics import ClassData, TaskStats
-from feedback.teacher.class_data import Pending, Reopened
+from feedback.teacher.class_data import Pending, Reopened, mistake_description
 from feedback.teacher.tables import (
     GradeRow,
     MistakeRow,
@@ -251,7 +251,7 @@ def test_the_page_speaks_course_words_and_codes_are_only_tooltips(tmp_path):
     visible = " ".join(" ".join(parsed.text).split())
     tips = " ".join(parsed.tips)
     task_title = "Задание 1. Функция compute_num_flops"
-    hint = analytics.describe("flops.forward_only")
+    hint = mistake_description("flops.forward_only")
     for shown in (LAB2_TITLE, task_title, "Вопрос 1", hint, "средний балл 3,3 из 4", "12,2"):
         assert shown in visible, shown
     for code in (LAB2, "check_compute_num_flops", "flops.forward_only", "reflection_scaling"):
