@@ -70,6 +70,9 @@ def template_settings() -> dict[str, object]:
         "extra_template_paths": [
             str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")
         ],
+        # Без «¶» у заголовков: ссылка «#…» в HTML-просмотрщике JupyterLab (фрейм с <base href> на
+        # адрес файла) уводит фрейм на сервер; переходы по отчёту — <label for> (шаблон).
+        "exclude_anchor_links": True,
         # Баллы по-русски: «2,5», «2,5 балла», «из 3 баллов».
         "filters": {
             name: f"feedback.teacher.preprocessors.{function}" for name, function in FILTERS.items()
