@@ -156,15 +156,21 @@ feedback: $(STAMP)
 # .course-work/submitted/ для make grade. configurable-http-proxy — из npm по hub/package-lock.json.
 HUB_PROXY_DIR := .course-work/hub
 HUB_PROXY := $(HUB_PROXY_DIR)/node_modules/.bin/configurable-http-proxy
+# Node.js — не старше engines.node в hub/package.json (проверка — стандартной библиотекой, до
+# npm: иначе npm ставил молча, а прокси падал уже при запуске хаба); --engine-strict — то же
+# для каждого пакета из hub/package-lock.json.
+NODE_CHECK = $(PYTHON) feedback/teacher/node_version.py hub/package.json
 $(HUB_PROXY): hub/package.json hub/package-lock.json
+	@$(NODE_CHECK)
 	@mkdir -p $(HUB_PROXY_DIR)
 	cp hub/package.json hub/package-lock.json $(HUB_PROXY_DIR)/
-	npm ci --prefix $(HUB_PROXY_DIR) --no-audit --no-fund --loglevel=error
+	npm ci --prefix $(HUB_PROXY_DIR) --no-audit --no-fund --engine-strict --loglevel=error
 	@touch $@
 
 hub-proxy: $(HUB_PROXY)
 
 hub: $(STAMP) $(HUB_PROXY)
+	@$(NODE_CHECK)
 	$(BIN)/python -m feedback.teacher.hub start $${ROSTER:+--roster="$$ROSTER"} \
 		$${HUB_PORT:+--port="$$HUB_PORT"} $${HUB_IP:+--ip="$$HUB_IP"} \
 		$${TEACHER:+--teacher="$$TEACHER"}
