@@ -20,7 +20,7 @@ LAB_STAMP := $(call stamp,$(LAB_EXTRAS))
 STAMP := $(call stamp,$(EXTRAS))
 
 .PHONY: lab test test-all lint unit unit-fast nbval nbval-cpu notebooks release check-notebooks grade formgrader \
-	feedback export public \
+	feedback export public summary \
 	sandbox bench gpu-check env browser clean hub hub-proxy hub-stop hub-release collect dask-certs
 
 # Ставит uv (версия — из дополнения dev в pyproject.toml), а он — пакет курса и свежий pip:
@@ -119,6 +119,14 @@ notebooks: $(STAMP)
 
 release: notebooks
 
+# Пути и имена из командной строки (SUBMISSIONS, ROSTER, WORKSHEET, LAB, DEST, …) рецепты берут из
+# окружения — "$$ROSTER", а не текстом $(ROSTER): так имя с пробелом, скобками, кавычками или
+# по-русски («~/Загрузки/7.2 (1).zip» — второе скачивание браузера) доходит до программы одним
+# аргументом, а не ломает строку bash. Опции — в форме --roster=…, после «--» — позиционные:
+# имя, которое начинается с «-», тоже остаётся именем.
+export SUBMISSIONS ROSTER WORKSHEET LAB DEST JOBS SCHEDULER HUB_PORT HUB_IP TEACHER HUB_MODE \
+	HUB_PREFIX ALLOW_INSECURE_DASK REPLACE
+
 # make grade — всё из .course-work/submitted; make grade SUBMISSIONS=архив.zip (или папка) JOBS=4;
 # на рабочих Dask: make grade SCHEDULER=tls://host:8786 (только TLS с сертификатами make dask-certs;
 # tcp:// — отказ, пока не сказано ALLOW_INSECURE_DASK=1: рабочие выполнили бы код любого, кто
@@ -126,14 +134,15 @@ release: notebooks
 # make grade ROSTER=students.csv — он копируется в .course-work/students.csv, и дальше берётся
 # оттуда сам (docs/teaching.md).
 grade: $(STAMP) sandbox
-	$(if $(ALLOW_INSECURE_DASK),ALLOW_INSECURE_DASK=$(ALLOW_INSECURE_DASK)) $(BIN)/python -m feedback.teacher.grade $(SUBMISSIONS) $(if $(JOBS),--jobs $(JOBS)) \
-		$(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(ROSTER),--roster "$(ROSTER)")
+	$(BIN)/python -m feedback.teacher.grade $${JOBS:+--jobs="$$JOBS"} \
+		$${SCHEDULER:+--scheduler="$$SCHEDULER"} $${ROSTER:+--roster="$$ROSTER"} \
+		$${SUBMISSIONS:+-- "$$SUBMISSIONS"}
 
 # Сертификаты Dask курса (.course-work/dask-certs/, 0700, ключи 0600): центр курса, node — планировщику
 # и рабочим, client — make grade; печатает команды dask scheduler и dask worker. REPLACE=1 — выпустить
 # заново (прежние перестанут подходить).
 dask-certs: $(STAMP)
-	$(BIN)/python -m feedback.teacher.dask_tls certs $(if $(REPLACE),--replace)
+	$(BIN)/python -m feedback.teacher.dask_tls certs $${REPLACE:+--replace}
 
 # Секунды на работу при JOBS=1 и 2, ускорение, постоянная часть и время групп тестов.
 bench: $(STAMP) sandbox
@@ -156,39 +165,50 @@ feedback: $(STAMP)
 # .course-work/submitted/ для make grade. configurable-http-proxy — из npm по hub/package-lock.json.
 HUB_PROXY_DIR := .course-work/hub
 HUB_PROXY := $(HUB_PROXY_DIR)/node_modules/.bin/configurable-http-proxy
+# Node.js — не старше engines.node в hub/package.json (проверка — стандартной библиотекой, до
+# npm: иначе npm ставил молча, а прокси падал уже при запуске хаба); --engine-strict — то же
+# для каждого пакета из hub/package-lock.json.
+NODE_CHECK = $(PYTHON) feedback/teacher/node_version.py hub/package.json
 $(HUB_PROXY): hub/package.json hub/package-lock.json
+	@$(NODE_CHECK)
 	@mkdir -p $(HUB_PROXY_DIR)
 	cp hub/package.json hub/package-lock.json $(HUB_PROXY_DIR)/
-	npm ci --prefix $(HUB_PROXY_DIR) --no-audit --no-fund --loglevel=error
+	npm ci --prefix $(HUB_PROXY_DIR) --no-audit --no-fund --engine-strict --loglevel=error
 	@touch $@
 
 hub-proxy: $(HUB_PROXY)
 
 hub: $(STAMP) $(HUB_PROXY)
-	$(BIN)/python -m feedback.teacher.hub start $(if $(ROSTER),--roster "$(ROSTER)") \
-		$(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(HUB_IP),--ip $(HUB_IP)) \
-		$(if $(TEACHER),--teacher "$(TEACHER)") \
-		$(if $(HUB_MODE),--mode "$(HUB_MODE)") $(if $(HUB_PREFIX),--prefix "$(HUB_PREFIX)")
+	@$(NODE_CHECK)
+	$(BIN)/python -m feedback.teacher.hub start $${ROSTER:+--roster="$$ROSTER"} \
+		$${HUB_PORT:+--port="$$HUB_PORT"} $${HUB_IP:+--ip="$$HUB_IP"} \
+		$${TEACHER:+--teacher="$$TEACHER"} $${HUB_MODE:+--mode="$$HUB_MODE"} \
+		$${HUB_PREFIX:+--prefix="$$HUB_PREFIX"}
 
 hub-stop: $(STAMP)
 	$(BIN)/python -m feedback.teacher.hub stop
 
 hub-release: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub release "$(LAB)"
+	$(BIN)/python -m feedback.teacher.hub release $${LAB:+-- "$$LAB"}
 
 collect: $(STAMP)
 	$(BIN)/python -m feedback.teacher.hub collect
+
+# Таблицы оценок из базы и сводка summary.html заново — после ручной проверки в formgrader (то же
+# делают make feedback и make export).
+summary: $(STAMP)
+	$(BIN)/python -m feedback.teacher.analytics
 
 # Оценки для Moodle: .course-work/export/moodle_grades.csv («Импорт оценок → CSV-файл»), отчёты —
 # export/<лаб>_feedback_files.zip («Загрузить несколько файлов с отзывами в ZIP»); с
 # ведомостью задания — её заполненная копия: make export WORKSHEET=ведомость.csv LAB=7.2
 export: $(STAMP)
-	$(BIN)/python -m feedback.teacher.export $(if $(WORKSHEET),--worksheet "$(WORKSHEET)") \
-		$(if $(LAB),--lab "$(LAB)")
+	$(BIN)/python -m feedback.teacher.export $${WORKSHEET:+--worksheet="$$WORKSHEET"} \
+		$${LAB:+--lab="$$LAB"}
 
 # Публичная копия для учащихся без solutions/ и тестов: make public DEST=../course7-public
 public: $(STAMP)
-	$(BIN)/python -m feedback.teacher.public $(DEST)
+	$(BIN)/python -m feedback.teacher.public $${DEST:+-- "$$DEST"}
 
 check-notebooks: $(STAMP)
 	$(BIN)/python -m feedback.teacher.release --check

@@ -229,7 +229,11 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             LAB2,
             student_notebook(LAB2),
             both(0, 0),
-            mistakes={"check_compute_num_flops": "unknown", "check_final_results": "unknown"},
+            # Не приступал — не «неверно» (issue 42, п. 8).
+            mistakes={
+                "check_compute_num_flops": "not_attempted",
+                "check_final_results": "not_attempted",
+            },
         ),
         # Известные ошибки, которых в классе ещё не было (issue 20).
         Work(

@@ -406,7 +406,7 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
     kept = (work / "feedback_reports" / "petrova" / LAB2 / f"{LAB2}.html").read_text("utf-8")
     assert PETROVA_COMMENT in kept and PENDING not in kept
 
-    # summary.html: в «Ждут ручной проверки» — Иванов с этим ответом, Петровой там нет.
+    # summary.html: в «Ждут преподавателя» — Иванов с этим ответом, Петровой там нет.
     summary = BeautifulSoup((work / "summary.html").read_text("utf-8"), "html.parser")
     rows = summary.select("section#pending tr")[1:]
     waiting = [[" ".join(cell.get_text().split()) for cell in row.find_all("td")] for row in rows]

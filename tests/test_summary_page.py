@@ -24,7 +24,7 @@ from page_checks import page_problems
 
 from feedback.teacher import analytics, summary
 from feedback.teacher.analytics import ClassData, TaskStats
-from feedback.teacher.class_data import Pending
+from feedback.teacher.class_data import Pending, Reopened, mistake_description
 from feedback.teacher.tables import (
     GradeRow,
     MistakeRow,
@@ -62,6 +62,8 @@ def hostile_data(work: Path) -> ClassData:
         slowest=[TimingRow.measured(student, LAB2, 1.5)],
         titles={LAB2: f"Лабораторная {EVIL}"},
         task_titles={(LAB2, "reflection_scaling"): EVIL},
+        reopened=[Reopened(student, LAB2, EVIL, "1", EVIL, [("-", EVIL), ("+", EVIL), ("@", "")])],
+        as_of=EVIL,
     )
 
 
@@ -249,7 +251,7 @@ def test_the_page_speaks_course_words_and_codes_are_only_tooltips(tmp_path):
     visible = " ".join(" ".join(parsed.text).split())
     tips = " ".join(parsed.tips)
     task_title = "Задание 1. Функция compute_num_flops"
-    hint = analytics.describe("flops.forward_only")
+    hint = mistake_description("flops.forward_only")
     for shown in (LAB2_TITLE, task_title, "Вопрос 1", hint, "средний балл 3,3 из 4", "12,2"):
         assert shown in visible, shown
     for code in (LAB2, "check_compute_num_flops", "flops.forward_only", "reflection_scaling"):
@@ -264,3 +266,56 @@ def test_the_page_is_rendered_by_an_autoescaping_template():
     env = summary.environment()
     assert env.autoescape is True
     assert (Path(summary.__file__).parent / "templates" / summary.TEMPLATE).is_file()
+
+
+def test_the_page_says_as_of_when(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    moment = datetime(2026, 12, 5, 9, 10, tzinfo=timezone(timedelta(hours=3)))
+    text = analytics.as_of_text(moment)
+    assert text.startswith("5 декабря 2026, ") and text.endswith(")")
+    work = course_work(tmp_path)
+    page = summary.render(analytics.class_data(work, now=moment), work)
+    assert f"Состояние на {text}" in page
+
+
+class _Headings(HTMLParser):
+    """Заголовки разделов и столбцов страницы (h2, h3, th)."""
+
+    def __init__(self):
+        super().__init__()
+        self.found, self._open = set(), None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("h2", "h3", "th"):
+            self._open, self._text = tag, []
+
+    def handle_endtag(self, tag):
+        if tag == self._open:
+            self.found.add(" ".join("".join(self._text).split()))
+            self._open = None
+
+    def handle_data(self, data):
+        if self._open:
+            self._text.append(data)
+
+
+#: Как руководство называет часть сводки: «в разделе «…»», «`summary.html` — «…»», «столбца: «…»».
+DOC_NAME = re.compile(r"(?:раздел\w*|`summary\.html` —|столбц\w*:)\s+«([^»]+)»")
+
+
+def test_the_guide_names_only_headings_the_page_has(tmp_path):
+    """docs/teaching.md называет разделы и столбцы summary.html — такие же, как на странице."""
+    from notebook_runner import ROOT
+
+    guide = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    named = {
+        match
+        for paragraph in guide.split("\n\n")
+        if "summary.html" in paragraph
+        for match in DOC_NAME.findall(" ".join(paragraph.split()))
+    }
+    assert {"Ждут преподавателя", "Изменённые ответы", "Ждут оценки"} <= named
+    headings = _Headings()
+    headings.feed(summary.render(hostile_data(tmp_path), tmp_path))
+    assert named - headings.found == set(), sorted(headings.found)

@@ -35,11 +35,12 @@ from feedback.engine.values import describe
 from feedback.generation.check import GENERATIONS
 from feedback.generation.prompts import PROMPTS
 from feedback.teacher import analytics, class_tables
+from feedback.teacher.class_data import NOT_ATTEMPTED, NOT_ATTEMPTED_TEXT, mistake_description
 from feedback.teacher.results import TaskOutcome, UnitResult
 from feedback.teacher.tables import MistakeRow, TimingRow, header
 
 from notebook_runner import ROOT
-from submissions import read_csv
+from submissions import read_csv, solution_sources, student_notebook, submission
 
 FEEDBACK = ROOT / "feedback"
 #: Файлы, где живут подсказки к типичным ошибкам.
@@ -491,6 +492,32 @@ def test_mistake_rows_one_per_failed_task_with_the_hint_learners_saw():
     assert analytics.mistake_rows(unassessed)[0].mistake == UNKNOWN
 
 
+def test_a_task_the_learner_did_not_start_is_not_a_wrong_answer():
+    """Заготовка лабораторной без изменений — «не приступал», а написанный, но неверный
+    ответ без известной ошибки — по-прежнему «неверно»: их можно сосчитать отдельно."""
+    failing = {
+        "check_compute_num_flops": TaskOutcome(0.0, 2, passed=False, verdict="❌ нет"),
+        "check_final_results": TaskOutcome(0.0, 2, passed=False, verdict="❌ нет"),
+    }
+    blank = UnitResult("blank", LAB2, student_notebook(LAB2), failing)
+    assert [(row.mistake, row.description, row.hint) for row in analytics.mistake_rows(blank)] == [
+        (NOT_ATTEMPTED, NOT_ATTEMPTED_TEXT, "")
+    ] * 2
+    # Функция написана, таблица — нет: первая проверка — «неверно», вторая — «не приступал».
+    started = submission(
+        LAB2, {"compute_num_flops": solution_sources(LAB2)["compute_num_flops"]}, base="stub"
+    )
+    rows = analytics.mistake_rows(UnitResult("half", LAB2, started, failing))
+    assert [(row.task, row.mistake) for row in rows] == [
+        ("check_compute_num_flops", UNKNOWN),
+        ("check_final_results", NOT_ATTEMPTED),
+    ]
+    assert [
+        row.mistake
+        for row in analytics.mistake_rows(UnitResult("w", LAB2, submission(LAB2), failing))
+    ] == [UNKNOWN, UNKNOWN]
+
+
 def test_hint_without_the_word_is_the_verdict_text():
     verdict = str(flops.check_final_results([*_flops_rows(), _flops_rows()[0]]))
     assert analytics.hint_from_verdict(verdict).startswith("в таблице одна ошибка.")
@@ -596,8 +623,8 @@ def test_labelled_works_get_exactly_their_mistakes(graded_class):
     found = {}
     for row in read_csv(work / analytics.MISTAKES_CSV):
         found.setdefault((row["student_id"], row["lab"]), {})[row["task"]] = row["mistake"]
-        assert row["mistake"] in MISTAKES
-        assert row["description"] == MISTAKES[row["mistake"]]
+        assert row["mistake"] in MISTAKES or row["mistake"] == NOT_ATTEMPTED
+        assert row["description"] == mistake_description(row["mistake"])
     labelled = [item for item in graded_class.works if item.mistakes is not None]
     assert sum(len(item.mistakes) for item in labelled) >= 20  # размеченных заданий
     wrong = {}

@@ -197,3 +197,20 @@ def test_a_read_only_grading_folder_is_a_russian_sentence_not_a_traceback(tmp_pa
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert "только для чтения" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_template_folders_of_killed_runs_are_removed_at_the_next_start(tmp_path):
+    """Папка заготовок ядер — в /tmp (путь сокета короткий); запуск, убитый kill -9, её не
+    убрал, и её убирает следующий: по pid в имени, папки живых запусков остаются."""
+    from feedback.teacher import warm
+
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    dead = tmp_path / f"{warm.TEMPLATE_PREFIX}{finished.pid}-x1"
+    alive = tmp_path / f"{warm.TEMPLATE_PREFIX}{os.getpid()}-x2"
+    other = tmp_path / f"{warm.TEMPLATE_PREFIX}notes"
+    for folder in (dead, alive, other):
+        (folder / "cpu").mkdir(parents=True)
+        (folder / "cpu" / "log").write_text("x")
+    assert warm.remove_stale(tmp_path) == [dead]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([alive.name, other.name])

@@ -187,7 +187,42 @@ def test_the_progress_line_says_how_many_points_the_teacher_still_gives():
     assert grade.progress_line(4, 5, result, manual) == (
         "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ещё 3 — вручную (2,5 с)"
     )
+    # Сколько ждёт именно эта работа после записи: оценённое и не изменившееся — не в счёт.
+    assert grade.progress_line(4, 5, result, manual, pending=1) == (
+        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ещё 1 — вручную (2,5 с)"
+    )
+    assert grade.progress_line(4, 5, result, manual, pending=0) == (
+        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ручной оценки не ждёт "
+        "(2,5 с)"
+    )
     halves = {"a": TaskOutcome(0.5, 1.5)}
     assert grade.progress_line(1, 1, UnitResult("x", LAB2, nb, halves), 0) == (
         "[1/1] x · lab_7_2_training_flops: 0,5 из 1,5"
     )
+
+
+def test_the_reference_warm_up_speaks_before_it_starts_and_when_done(tmp_path, monkeypatch, capsys):
+    """Первый make grade GPU-лабораторной проверяет эталон десятки секунд: консоль говорит
+    об этом до начала (а не молчит до «[1/N]») и когда эталон проверен."""
+    from types import SimpleNamespace
+
+    seen_before_run: list[str] = []
+
+    def run_local(jobs, workers, on_result, units):
+        seen_before_run.extend(capsys.readouterr().err.splitlines())
+        for job in jobs:
+            on_result(UnitResult("эталон", job.lab, {}, {"t": TaskOutcome(1, 1, passed=True)}))
+
+    monkeypatch.setattr(grade, "run_local", run_local)
+    monkeypatch.setattr(grade, "with_template", lambda job, templates: job)
+    lab = "lab_7_5_bfloat16_lora"
+    pending = {lab: (SimpleNamespace(lab=lab, gpu=True), tmp_path / "stamp")}
+    run = SimpleNamespace(jobs=1, settings=SimpleNamespace(units=tmp_path / "units"))
+    grade.warm_up(run, {lab}, tmp_path, {}, pending)
+    assert seen_before_run == [
+        f"… проверяю эталонное решение {lab} в песочнице (раз на версию; GPU-лабораторная, "
+        "крошечная модель — до минуты)…"
+    ]
+    (done,) = capsys.readouterr().err.splitlines()
+    assert done.startswith(f"… эталонное решение {lab} проверено (") and done.endswith(" с)")
+    assert (tmp_path / "stamp").exists()

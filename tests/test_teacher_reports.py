@@ -198,7 +198,7 @@ def _toc(page: BeautifulSoup) -> list[str]:
 
 
 def _panel(page: BeautifulSoup, grade_id: str) -> str:
-    anchor = page.find("a", attrs={"name": grade_id})
+    anchor = page.find("input", id=f"to-{grade_id}")
     return " ".join(anchor.find_next("div", class_="panel-heading").get_text(" ").split())
 
 
@@ -276,6 +276,84 @@ process.start()
 process.join()
 sys.exit(process.exitcode)
 """
+
+
+#: Как JupyterLab 4 (@jupyterlab/htmlviewer) показывает HTML-файл: разбирает его, ставит <base
+#: href> на адрес файла на сервере (target _self), открывает blob: во фрейме-песочнице
+#: allow-same-origin без скриптов («Trust HTML» не нажата).
+HTML_VIEWER = """<html><body><iframe id="viewer" sandbox="allow-same-origin"
+ style="width:900px;height:600px"></iframe><script>
+const doc = new DOMParser().parseFromString(REPORT, "text/html");
+const base = doc.createElement("base");
+base.href = "http://127.0.0.1:9/user/ivanov/files/feedback/report.html"; base.target = "_self";
+doc.head.insertBefore(base, doc.head.firstChild);
+document.getElementById("viewer").src = URL.createObjectURL(
+  new Blob([doc.documentElement.innerHTML], {type: "text/html"}));
+</script></body></html>"""
+
+
+def _jumps(page: BeautifulSoup) -> dict[str, str]:
+    """Переходы по отчёту: текст → id места, к которому он ведёт."""
+    return {
+        " ".join(label.get_text().split()): label["for"]
+        for label in page.select("label.course7-link")
+    }
+
+
+def test_jumps_inside_the_report_are_labels_not_fragment_links(lab4_work):
+    """Ссылка «#…» в HTML-просмотрщике JupyterLab уводила фрейм на сервер: переходы по отчёту
+    — <label for> к невидимому полю у каждого места, и каждое место есть."""
+    _grade(lab4_work, "reflection_largest", comment="Почему моментов два?")
+    try:
+        page = _report(lab4_work)
+    finally:
+        _grade(lab4_work, "reflection_largest", comment="")
+    assert page.select('a[href^="#"]') == []
+    jumps = _jumps(page)
+    assert jumps["Комментарий преподавателя: Вопрос 1"] == "to-comment-reflection_largest"
+    assert jumps["(к началу)"] == "to-top"
+    targets = {field["id"] for field in page.select("input.course7-anchor")}
+    assert set(jumps.values()) <= targets and "to-check_calculate_param_memory" in targets
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_jumps_work_in_the_jupyterlab_html_viewer(lab4_work):
+    import json
+
+    from playwright.sync_api import sync_playwright
+
+    from browser_support import CHROMIUM_FLAGS, chromium_or_skip
+
+    chromium = chromium_or_skip("переходы по отчёту в HTML-просмотрщике JupyterLab")
+    _grade(lab4_work, "reflection_largest", comment="Почему моментов два?")
+    try:
+        html = str(_report(lab4_work))
+    finally:
+        _grade(lab4_work, "reflection_largest", comment="")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.set_content(HTML_VIEWER.replace("REPORT", json.dumps(html)))
+            page.wait_for_function("document.getElementById('viewer').src.startsWith('blob:')")
+            viewer = page.frame_locator("#viewer")
+            viewer.locator("#toc").wait_for()
+            frame = next(frame for frame in page.frames if frame.url.startswith("blob:"))
+            start = frame.url
+            viewer.get_by_text("Комментарий преподавателя: Вопрос 1").click()
+            page.wait_for_timeout(300)
+            top = frame.evaluate(
+                "document.getElementById('to-comment-reflection_largest')"
+                ".getBoundingClientRect().top"
+            )
+            scrolled = frame.evaluate("window.scrollY")
+            assert (frame.url, scrolled > 500, 0 <= top < 200) == (start, True, True)
+            viewer.locator("label.course7-link", has_text="(к началу)").first.click()
+            page.wait_for_timeout(300)
+            assert (frame.url, frame.evaluate("window.scrollY")) == (start, 0)
+        finally:
+            browser.close()
 
 
 @pytest.mark.slow  # настоящий make grade

@@ -124,7 +124,7 @@ CONTRACT = {
     tables.ChangeRow: ("changes.csv", "student_id,lab,task,old_points,new_points,why"),
     tables.ManualArchiveRow: (
         "manual_archive.csv",
-        "student_id,lab,task,manual_points,comment,why",
+        "student_id,lab,task,manual_points,comment,why,old_answer,new_answer",
     ),
     tables.LmsIdRow: ("lms_ids.csv", "student_id,lab,lms_participant"),
     tables.GradeRow: (

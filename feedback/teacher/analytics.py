@@ -19,31 +19,37 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedback.answers.mistakes import describe
 from feedback.engine.result import UNKNOWN
 from feedback.formatting import plural_form
 from feedback.teacher import files
 from feedback.teacher.class_data import (
     NO_CODE,
+    NOT_ATTEMPTED,
     NOT_MISTAKES,
     SLOW_FACTOR,
     SLOW_SECONDS,
     ClassData,
     Pending,
+    Reopened,
     TaskStats,
+    mistake_description,
 )
 from feedback.teacher.results import UnitResult
 from feedback.teacher.similarity import similar_rows, tasks_from
 from feedback.teacher.tables import (
+    ChangeRow,
     GradeRow,
+    ManualArchiveRow,
     MistakeRow,
     Problem,
     ReviewRow,
@@ -86,17 +92,66 @@ def hint_from_verdict(verdict: str) -> str:
 
 
 def mistake_rows(result: UnitResult) -> list[MistakeRow]:
-    """Строки mistakes.csv для результата единицы: по одной на непройденное задание."""
+    """Строки mistakes.csv для результата единицы: по одной на непройденное задание.
+
+    Задание, к которому учащийся не приступал (:func:`not_attempted`), — :data:`NOT_ATTEMPTED`,
+    а не «неверно без известной ошибки»: так видно, сколько не приступали, а сколько ошиблись.
+    """
     rows = []
+    blank = not_attempted(result.autograded) if result.assessed else set()
     for grade_id, test in sorted(result.tests.items()):
         if test.passed:
             continue
         mistake = str(test.mistake or UNKNOWN)
+        if mistake == UNKNOWN and grade_id in blank:
+            mistake = NOT_ATTEMPTED
         hint = hint_from_verdict(test.verdict) if mistake not in NOT_MISTAKES else ""
         rows.append(
-            MistakeRow(result.student, result.lab, grade_id, mistake, describe(mistake), hint)
+            MistakeRow(
+                result.student, result.lab, grade_id, mistake, mistake_description(mistake), hint
+            )
         )
     return rows
+
+
+def _is_template(cell: Mapping) -> bool:
+    """Ячейка решения такая же, как в выпуске (контрольная сумма nbgrader совпала)."""
+    import nbformat
+    from nbgrader.utils import compute_checksum
+
+    expected = cell.get("metadata", {}).get("nbgrader", {}).get("checksum")
+    if not expected:
+        return False
+    node = nbformat.from_dict(cell)
+    if isinstance(node.source, list):  # JSON тетрадки: строки списком
+        node.source = "".join(node.source)
+    return compute_checksum(node) == expected
+
+
+def not_attempted(notebook: Mapping) -> set[str]:
+    """Проверки автопроверки, к которым учащийся не приступал.
+
+    Проверка берёт ячейки решения перед собой (после предыдущей проверки), а если их нет —
+    все ячейки решения выше; не приступал — все они заготовка лабораторной (та же контрольная
+    сумма nbgrader, что в выпуске).
+    """
+    untouched: set[str] = set()
+    span: list[bool] = []
+    above: list[bool] = []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        grading = cell.get("metadata", {}).get("nbgrader", {})
+        if grading.get("solution"):
+            blank = _is_template(cell)
+            span.append(blank)
+            above.append(blank)
+        elif grading.get("grade") and grading.get("grade_id"):
+            covered = span or above
+            if covered and all(covered):
+                untouched.add(grading["grade_id"])
+            span = []
+    return untouched
 
 
 # --------------------------------------------------------------------------- чтение папки
@@ -179,8 +234,12 @@ def pending_manual(work: Path) -> list[Pending]:
 
     if not (work / "gradebook.db").is_file():
         return []
+    return _pending(gradebook.results(work))
+
+
+def _pending(found: Mapping) -> list[Pending]:
     waiting = []
-    for (student, lab), result in sorted(gradebook.results(work).items()):
+    for (student, lab), result in sorted(found.items()):
         tasks = sorted(name for name, task in result.tasks.items() if task.pending)
         flagged = sorted(name for name, task in result.tasks.items() if task.flagged)
         if tasks or flagged:
@@ -188,6 +247,53 @@ def pending_manual(work: Path) -> list[Pending]:
                 Pending(student, lab, tasks, result.pending_points, flagged, result.flagged_points)
             )
     return waiting
+
+
+#: Сколько строк прежнего и нового ответа показывать вокруг изменения.
+DIFF_CONTEXT = 2
+
+
+def answer_diff(old: str, new: str) -> list[tuple[str, str]]:
+    """Разница прежнего и нового ответа построчно (:class:`Reopened`), без строк-заголовков
+    файлов: «-» — было, «+» — стало, « » — то же, «@» — начало куска."""
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=DIFF_CONTEXT)
+    found = []
+    for line in list(lines)[2:]:
+        kind = line[:1] if line[:1] in "-+ " else "@"
+        found.append((kind, line[1:] if kind != "@" else "…"))
+    return found
+
+
+def reopened(work: Path, found: Mapping) -> list[Reopened]:
+    """Снятые ручные оценки (manual_archive.csv), чьи ответы всё ещё ждут преподавателя.
+
+    Последняя строка архива на каждое задание; оценённое заново в formgrader здесь уже не
+    показывается (история — в самом manual_archive.csv).
+    """
+    latest: dict[tuple[str, str, str], ManualArchiveRow] = {}
+    for row in read_rows(work / ManualArchiveRow.FILE, ManualArchiveRow):
+        latest[(row.student_id, row.lab, row.task)] = row
+    shown = []
+    for (student, lab, task), row in sorted(latest.items()):
+        result = found.get((student, lab))
+        score = result.tasks.get(task) if result else None
+        if score is None or not score.waiting:
+            continue
+        diff = answer_diff(row.old_answer, row.new_answer)
+        shown.append(Reopened(student, lab, task, row.manual_points, row.comment, diff))
+    return shown
+
+
+#: Родительный падеж месяцев для даты сводки.
+MONTHS = "января февраля марта апреля мая июня июля августа сентября октября ноября декабря".split()
+
+
+def as_of_text(moment: datetime) -> str:
+    """Когда составлена сводка: «5 декабря 2026, 09:10 (UTC+03:00)» — местное время машины."""
+    moment = moment.astimezone()
+    offset = moment.strftime("%z")
+    zone = f"UTC{offset[:3]}:{offset[3:]}" if offset else "местное время"
+    return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}, {moment:%H:%M} ({zone})"
 
 
 def slow_works(timings: list[TimingRow]) -> list[TimingRow]:
@@ -213,8 +319,10 @@ def slow_works(timings: list[TimingRow]) -> list[TimingRow]:
     return sorted(slow, key=lambda row: (-(_number(row.seconds) or 0.0), row.student_id))
 
 
-def class_data(work: Path, slowest: int = 10) -> ClassData:
-    """Данные сводки из рабочей папки после оценивания."""
+def class_data(work: Path, slowest: int = 10, now: datetime | None = None) -> ClassData:
+    """Данные сводки из рабочей папки после оценивания (``now`` — когда, для страницы)."""
+    from feedback.teacher import gradebook
+
     released = releases(work)
     names = {lab: titles(release) for lab, release in released.items()}
     by_task = read_rows(work / TaskGradeRow.FILE, TaskGradeRow)
@@ -253,6 +361,7 @@ def class_data(work: Path, slowest: int = 10) -> ClassData:
         if row.assignment in scores:
             scores[row.assignment].append((row.score or 0.0, row.max_score or 0.0))
     timings = slow_works(read_rows(work / TimingRow.FILE, TimingRow))
+    found = gradebook.results(work) if (work / "gradebook.db").is_file() else {}
     return ClassData(
         labs=labs,
         scores=scores,
@@ -260,13 +369,30 @@ def class_data(work: Path, slowest: int = 10) -> ClassData:
         problems=read_rows(work / Problem.FILE, Problem),
         review=read_rows(work / ReviewRow.FILE, ReviewRow),
         similar=read_rows(work / SIMILAR_CSV, SimilarRow),
-        pending=pending_manual(work),
+        pending=_pending(found),
         slowest=timings[:slowest],
         titles={lab: named[0] for lab, named in names.items() if named[0]},
         task_titles={
             (lab, task): title for lab, named in names.items() for task, title in named[1].items()
         },
+        reopened=reopened(work, found),
+        tables=[name for name in LINKED_TABLES if (work / name).is_file()],
+        changes=len(read_rows(work / ChangeRow.FILE, ChangeRow)),
+        as_of=as_of_text(now or datetime.now()),
     )
+
+
+#: Таблицы рабочей папки, на которые ссылается сводка (если они есть).
+LINKED_TABLES = (
+    GradeRow.FILE,
+    MISTAKES_CSV,
+    SIMILAR_CSV,
+    Problem.FILE,
+    ReviewRow.FILE,
+    TimingRow.FILE,
+    ChangeRow.FILE,
+    ManualArchiveRow.FILE,
+)
 
 
 # --------------------------------------------------------------------------- mistakes.md
@@ -281,12 +407,19 @@ def lecture_notes(data: ClassData) -> str:
         if not works:
             continue
         lines += [f"## {_md(data.lab_title(lab))}", ""]
+        blank = data.not_attempted(lab)
+        if blank:
+            lines += [
+                f"Не приступали хотя бы к одному заданию: {blank} из {works} "
+                f"{plural_form(str(works), 'работы', 'работ', 'работ')} (в ошибках не считаются).",
+                "",
+            ]
         if not top:
             lines += ["Типичных ошибок не найдено.", ""]
             continue
         for number, (mistake, count, hint) in enumerate(top, start=1):
             lines.append(
-                f"{number}. **{_md(describe(mistake))}** (`{mistake}`) — {count} из "
+                f"{number}. **{_md(mistake_description(mistake))}** (`{mistake}`) — {count} из "
                 f"{works} {plural_form(str(works), 'работы', 'работ', 'работ')}."
             )
             if hint:
@@ -325,22 +458,55 @@ class Analytics:
 
 def after_grading(work: Path) -> Analytics:
     """similar.csv, summary.html и mistakes.md."""
-    from feedback.teacher.summary import write_summary
-
     started = time.monotonic()
     similar = write_similar(work)
-    data = class_data(work)
-    summary = write_summary(work / SUMMARY_HTML, data)
-    notes = work / MISTAKES_MD
-    files.write_text(notes, lecture_notes(data))
+    summary, notes = write_pages(work)
     return Analytics(similar, summary, notes, time.monotonic() - started)
 
 
+def write_pages(work: Path, now: datetime | None = None) -> tuple[Path, Path]:
+    """summary.html и mistakes.md по таблицам и базе оценок рабочей папки, как они есть сейчас.
+
+    Их пишет каждая команда, которая меняет оценки или их таблицы: ``make grade``, ``make
+    feedback`` и ``make export`` (после ручной проверки в formgrader), ``make summary``, — и
+    страница не остаётся с работами «ждут преподавателя», которые уже оценены.
+    """
+    from feedback.teacher.summary import write_summary
+
+    data = class_data(work, now=now)
+    summary = write_summary(work / SUMMARY_HTML, data)
+    notes = work / MISTAKES_MD
+    files.write_text(notes, lecture_notes(data))
+    return summary, notes
+
+
+def refresh(work: Path) -> Path | None:
+    """Сводка заново после ручной проверки (``make feedback``, ``make export``); сбой сводки не
+    отменяет сделанного командой — он только сказан. Возвращает путь или ``None``."""
+    if not (work / "gradebook.db").is_file():
+        return None
+    try:
+        summary, _ = write_pages(work)
+    except Exception as error:
+        print(
+            f"Сводка для преподавателя не обновлена: {type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
+        return None
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``make summary``: таблицы оценок из базы (после formgrader), похожие ответы и сводка."""
+    from feedback.teacher import gradebook
     from feedback.teacher.settings import work_dir
 
     args = sys.argv[1:] if argv is None else argv
     work = Path(args[0]).resolve() if args else work_dir()
+    if not (work / "gradebook.db").is_file():
+        print(f"Сводки нет: в {work} нет базы оценок — сначала make grade.", file=sys.stderr)
+        return 2
+    gradebook.export(work)
     written = after_grading(work)
     print(f"Похожие ответы: {written.similar}")
     print(f"К следующей лекции: {written.notes}")

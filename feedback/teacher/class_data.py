@@ -10,12 +10,24 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from feedback.answers.mistakes import NOT_ASSESSED
+from feedback.answers.mistakes import NOT_ASSESSED, describe
 from feedback.engine.result import UNKNOWN
 from feedback.teacher.tables import Problem, ReviewRow, SimilarRow, TimingRow
 
+#: Учащийся не приступал к заданию: его ячейки решения — заготовка лабораторной
+#: (:func:`feedback.teacher.analytics.not_attempted`). Не ошибка в ответе, а его отсутствие:
+#: в mistakes.csv, mistakes.md и сводке — отдельно от «неверно».
+NOT_ATTEMPTED = "not_attempted"
+NOT_ATTEMPTED_TEXT = "не приступал: ячейки решения — заготовка лабораторной"
+
 #: Коды, которые не ошибки по существу: в список к лекции не попадают.
-NOT_MISTAKES = {UNKNOWN, NOT_ASSESSED}
+NOT_MISTAKES = {UNKNOWN, NOT_ASSESSED, NOT_ATTEMPTED}
+
+
+def mistake_description(mistake: str | None) -> str:
+    """Описание кода по-русски: ошибки курса (:mod:`feedback.answers.mistakes`) и «не
+    приступал» (:data:`NOT_ATTEMPTED`, его знает только оценивание)."""
+    return NOT_ATTEMPTED_TEXT if mistake == NOT_ATTEMPTED else describe(mistake)
 
 
 @dataclass
@@ -76,6 +88,23 @@ class Pending:
     flagged_points: float
 
 
+@dataclass(frozen=True)
+class Reopened:
+    """Снятая ручная оценка, чей ответ ещё ждёт проверки: что изменилось и что было.
+
+    Строка manual_archive.csv (:class:`feedback.teacher.tables.ManualArchiveRow`) и разница
+    прежнего и нового ответа построчно: ``diff`` — пары (вид, строка), вид — ``"-"`` (было),
+    ``"+"`` (стало), ``" "`` (то же) или ``"@"`` (заголовок куска).
+    """
+
+    student_id: str
+    lab: str
+    task: str
+    points: str
+    comment: str
+    diff: list[tuple[str, str]]
+
+
 @dataclass
 class ClassData:
     """Всё, что показывает сводка: по лабораторным, заданиям и спискам таблиц."""
@@ -92,6 +121,13 @@ class ClassData:
     #: (лабораторная, grade_id) → «Задание 1. …» или «Вопрос 1».
     titles: dict[str, str] = field(default_factory=dict)
     task_titles: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Снятые ручные оценки, чьи ответы ещё ждут проверки (manual_archive.csv).
+    reopened: list[Reopened] = field(default_factory=list)
+    #: Таблицы рабочей папки, на которые ссылается страница, и строк в changes.csv.
+    tables: list[str] = field(default_factory=list)
+    changes: int = 0
+    #: Когда составлена: «5 декабря 2026, 09:10 (UTC+03:00)».
+    as_of: str = ""
 
     def lab_title(self, lab: str) -> str:
         return self.titles.get(lab) or lab
@@ -104,6 +140,13 @@ class ClassData:
         students: set[str] = set()
         for stats in self.tasks.get(lab, []):
             students |= stats.students
+        return len(students)
+
+    def not_attempted(self, lab: str) -> int:
+        """Сколько учащихся не приступали хотя бы к одному заданию автопроверки лабораторной."""
+        students: set[str] = set()
+        for stats in self.tasks.get(lab, []):
+            students |= stats.learners.get(NOT_ATTEMPTED, set())
         return len(students)
 
     def top_mistakes(self, lab: str, count: int = 3) -> list[tuple[str, int, str]]:

@@ -370,6 +370,7 @@ def _listed(ids: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from feedback.teacher import analytics
     from feedback.teacher.settings import work_dir
 
     parser = argparse.ArgumentParser(description="Выгрузить оценки курса 7 для Moodle.")
@@ -391,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Выгрузка не сделана: {error}", file=sys.stderr)
         return 2
     print(f"Оценки: {grades} и {by_task}")
+    summary = analytics.refresh(work)  # оценки из базы — и сводка по ним же
+    if summary is not None:
+        print(f"Сводка для преподавателя: {summary}")
     print(f"Для Moodle «Импорт оценок → CSV-файл»: {target}")
     if strangers:
         print(

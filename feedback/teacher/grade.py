@@ -45,6 +45,7 @@ import os
 import secrets
 import shutil
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -120,6 +121,8 @@ class Run:
     before: ledger.Scores = field(default_factory=dict)
     uploads: dict[tuple[str, str], str] = field(default_factory=dict)
     answers: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    #: Сколько баллов работы ждёт ручной оценки после её записи (для строки хода).
+    pending: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @property
     def work(self) -> Path:
@@ -308,14 +311,21 @@ def warm_up(
     """
     pending = unchecked_references(run, labs, cache) if pending is None else pending
     failures = []
+    started = time.monotonic()
+    for lab, (job, _) in sorted(pending.items()):
+        kind = "GPU-лабораторная, крошечная модель — до минуты" if job.gpu else "секунды"
+        say(f"проверяю эталонное решение {lab} в песочнице (раз на версию; {kind})…")
 
     def on_result(result: UnitResult) -> None:
         _, stamp = pending[result.lab]
         lost = [gid for gid, test in result.tests.items() if not test.passed]
+        took = format_plain(time.monotonic() - started, 1)
         if lost or result.problems:
             failures.append(f"{result.lab}: {', '.join(lost)} {' '.join(result.problems)}")
+            say(f"эталонное решение {result.lab} не прошло своих проверок ({took} с)")
         else:
             stamp.touch()
+            say(f"эталонное решение {result.lab} проверено ({took} с)")
 
     jobs = [with_template(job, templates or {}) for job, _ in pending.values()]
     run_local(jobs, run.jobs, on_result, run.settings.units)
@@ -324,6 +334,13 @@ def warm_up(
             "эталонное решение не проходит собственные проверки при оценивании — "
             "исправьте solutions/: " + "; ".join(failures)
         )
+
+
+def say(text: str) -> None:
+    """Строка подготовки в консоли (до строк «[1/N]»): первый make grade GPU-лабораторной
+    готовится десятки секунд — эталон, заготовки ядер, крошечная модель, — и молчание выглядело
+    бы зависанием."""
+    print(f"… {text}", file=sys.stderr, flush=True)
 
 
 def with_template(job: Job, templates: dict[str, str]) -> Job:
@@ -346,6 +363,7 @@ def merge(run: Run, result: UnitResult, reports: ReportWriter) -> None:
         archive=lambda rows: ledger.archive_manual(run.work, rows),
     )
     run.answers[key] = recorded.answers
+    run.pending[key] = recorded.pending
     reports.write(result.student, result.lab, recorded.path)
     run.tables.add(result)
 
@@ -421,6 +439,7 @@ def _grade(
         raise SetupError(str(error)) from None
     work = settings.work
     # 2. Лабораторные и список учащихся в базе; баллы прошлого запуска — для changes.csv.
+    say("готовлю оценивание: песочница, лабораторные в базе оценок…")
     run = prepare(settings, jobs, roster_file)
     run.before = ledger.previous_scores(work)
     # 1. Работы и строки problems.csv обо всём, что оценить нельзя.
@@ -486,9 +505,13 @@ def _grade_units(run: Run, found: list[Submission], cluster: Cluster | None) -> 
     )
     use_templates = run.settings.warm_kernels and run.mode == "bwrap"
     profiles = [profile for profile, count in kernels.items() if warm.pays_off(profile, count)]
+    say(f"работ к оцениванию: {len(jobs_list)}")
+    if use_templates and profiles:
+        say(f"запускаю заготовки ядер ({', '.join(sorted(profiles))})…")
     with warm.kernel_templates(profiles, template_env, enabled=use_templates) as templates:
         jobs_list = [with_template(job, templates) for job in local] or jobs_list
         if any(job.gpu for job in jobs_list):
+            say("готовлю крошечную модель для GPU-лабораторных…")
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
         warm_up(run, set(references), cache, templates, references)
         start = ledger.run_start(run.work, run.before)
@@ -497,11 +520,22 @@ def _grade_units(run: Run, found: list[Submission], cluster: Cluster | None) -> 
 
 
 def _merge_unassessed(run: Run, problems: list[Problem], graded: set[tuple[str, str]]) -> None:
-    """Нули в базу и отчёт неоценённым работам, у которых известны учащийся и лабораторная."""
+    """Нули в базу и отчёт неоценённым работам, у которых известны учащийся и лабораторная.
+
+    Работа, уже оценённая прежним запуском по настоящему файлу, остаётся как была: битый или
+    лишний файл того же учащегося в следующем архиве (опоздавшие, «Скачать все ответы» ещё
+    раз) — строка problems.csv, а не нули вместо оценки и снятые ручные оценки.
+    """
+    kept = {key for key, earlier in run.before.items() if _real_upload(earlier.upload)}
     reports = ReportWriter(run.work)
-    for result in _unassessed(run, problems, graded):
+    for result in _unassessed(run, problems, graded | kept):
         run.uploads[(result.student, result.lab)] = ledger.NO_UPLOAD
         _merge_safely(run, result, reports)
+
+
+def _real_upload(upload: str | None) -> bool:
+    """Оценён ли по настоящему файлу (а не нулями неоценённой работы)."""
+    return upload is not None and upload != ledger.NO_UPLOAD
 
 
 #: Файл блокировки рабочей папки: два make grade в одной папке переписывали бы таблицы друг друга.
@@ -562,8 +596,9 @@ def _run_units(run: Run, jobs: list[Job], cluster: Cluster | None, work: Path) -
         nonlocal done
         done += 1
         _merge_safely(run, result, reports)
+        key = (result.student, result.lab)
         print(
-            progress_line(done, total, result, manual.get(result.lab, 0)),
+            progress_line(done, total, result, manual.get(result.lab, 0), run.pending.get(key)),
             file=sys.stderr,
             flush=True,
         )
@@ -603,19 +638,27 @@ def manual_points(release: nbformat.NotebookNode) -> float:
     return total
 
 
-def progress_line(done: int, total: int, result: UnitResult, manual: float = 0) -> str:
+def progress_line(
+    done: int, total: int, result: UnitResult, manual: float = 0, pending: float | None = None
+) -> str:
     """Строка хода оценивания: баллы автопроверки и сколько баллов ещё поставит преподаватель.
 
     «10 из 10» у 7.4 скрывало бы, что максимум — 13: три балла письменных ответов ставятся
-    в formgrader (``manual`` — :func:`manual_points`).
+    в formgrader (``manual`` — :func:`manual_points`). ``pending`` — сколько из них эта работа
+    ждёт на самом деле после записи (:attr:`feedback.teacher.gradebook.Recorded.pending`: уже
+    оценённый и не изменившийся ответ и нетронутая заготовка, получившая 0, не в счёт);
+    ``None`` — запись не удалась, и строка называет все баллы письменных ответов.
     """
     score = sum(float(test.score) for test in result.tests.values())
     points = sum(float(test.points) for test in result.tests.values())
     mark = " ⚠" if result.flagged else ""
     took = f" ({format_plain(result.wall_seconds, 1)} с)" if result.wall_seconds else ""
     scored = f"{format_plain(score, 2)} из {format_plain(points, 2)}"
-    if manual:
-        scored = f"автопроверка: {scored}, ещё {format_plain(manual, 2)} — вручную"
+    waiting = manual if pending is None else pending
+    if manual and waiting:
+        scored = f"автопроверка: {scored}, ещё {format_plain(waiting, 2)} — вручную"
+    elif manual:
+        scored = f"автопроверка: {scored}, ручной оценки не ждёт"
     return safe_console(f"[{done}/{total}] {result.student} · {result.lab}: {scored}{mark}{took}")
 
 

@@ -138,12 +138,15 @@ class Recorded:
 
     ``answers`` — задание → отпечаток того, что оценивалось (для снимка баллов,
     :mod:`feedback.teacher.ledger`); ``reopened`` — строки manual_archive.csv: ручные оценки,
-    снятые потому, что ответ изменился.
+    снятые потому, что ответ изменился; ``pending`` — сколько баллов работы ждёт ручной оценки
+    после записи (:attr:`LabResult.pending_points`: строка хода оценивания называет это число,
+    а не все баллы письменных ответов лабораторной).
     """
 
     path: Path
     answers: dict[str, str]
     reopened: list[ManualArchiveRow]
+    pending: float = 0.0
 
 
 def record(
@@ -169,7 +172,10 @@ def record(
     folder = work / "autograded" / student / lab
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{lab}.ipynb"
-    files.write_text(path, nbformat.writes(notebook))
+    # Проверенная тетрадка прошлого запуска — то, что преподаватель видел в formgrader: из неё
+    # прежний ответ снятой оценки (manual_archive.csv). Новая пишется после записи в базу, так
+    # что и повтор оборванного запуска находит здесь прежнюю.
+    old_notebook = _read_notebook(path)
     # Работа с находками для ручной проверки и неоценённая работа ждут преподавателя: их
     # нули — не оценка (formgrader помечает их «needs manual grade», выгрузка оставляет пусто).
     flagged = bool(result.review) or not result.assessed
@@ -217,6 +223,8 @@ def record(
                             f"{grade.manual_score:g}",
                             old_comment,
                             ANSWER_CHANGED,
+                            answer_text(old_notebook, grade_id) if old_notebook else "",
+                            answer_text(notebook, grade_id),
                         )
                     )
                     grade.manual_score = None
@@ -235,7 +243,42 @@ def record(
         if reopened and archive is not None:
             archive(reopened)  # до того, как снятые оценки уйдут из базы
         gb.db.commit()
-    return Recorded(path, answers, reopened)
+        graded = gb.find_submission_notebook(lab, lab, student).grades
+        pending = sum(
+            float(grade.max_score or 0)
+            for grade in graded
+            if manual_pending(grade.auto_score, grade.manual_score)
+        )
+    files.write_text(path, nbformat.writes(notebook))
+    return Recorded(path, answers, reopened, pending)
+
+
+def _read_notebook(path: Path) -> nbformat.NotebookNode | None:
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError, nbformat.reader.NotJSONError):
+        return None
+
+
+#: Между ячейками решения в тексте, который оценивала проверка (manual_archive.csv).
+CELL_BREAK = "\n\n# ---\n\n"
+
+
+def answer_text(notebook: nbformat.NotebookNode, grade_id: str) -> str:
+    """Что оценивал ``grade_id``: текст ответа у письменного ответа (или кода на ручную
+    проверку), а у проверки автопроверки — все ячейки решения работы, которые она проверяла.
+
+    Это видит преподаватель в manual_archive.csv и в сводке рядом с новым ответом, когда его
+    оценка снята (:func:`record`).
+    """
+    solutions = []
+    for cell in notebook.cells:
+        grading = cell.metadata.get("nbgrader", {})
+        if grading.get("grade_id") == grade_id and grading.get("solution"):
+            return str(cell.source)
+        if grading.get("solution") and cell.cell_type == "code":
+            solutions.append(str(cell.source))
+    return CELL_BREAK.join(solutions)
 
 
 def _submitted_timestamp(work: Path, student: str, lab: str) -> Any:

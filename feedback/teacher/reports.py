@@ -70,6 +70,9 @@ def template_settings() -> dict[str, object]:
         "extra_template_paths": [
             str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")
         ],
+        # Без «¶» у заголовков: ссылка «#…» в HTML-просмотрщике JupyterLab (фрейм с <base href> на
+        # адрес файла) уводит фрейм на сервер; переходы по отчёту — <label for> (шаблон).
+        "exclude_anchor_links": True,
         # Баллы по-русски: «2,5», «2,5 балла», «из 3 баллов».
         "filters": {
             name: f"feedback.teacher.preprocessors.{function}" for name, function in FILTERS.items()
@@ -129,8 +132,8 @@ def rewrite_all(work: Path) -> list[Path]:
 
 
 def main() -> int:
-    """Отчёты и таблицы оценок заново: после ручной проверки в formgrader меняются и те и другие."""
-    from feedback.teacher import gradebook
+    """Отчёты, таблицы оценок и сводка заново: после ручной проверки в formgrader меняются все."""
+    from feedback.teacher import analytics, gradebook
 
     work = work_dir()
     written = rewrite_all(work)
@@ -138,6 +141,9 @@ def main() -> int:
     if (work / "gradebook.db").is_file():
         grades, by_task = gradebook.export(work)
         print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
+        summary = analytics.refresh(work)
+        if summary is not None:
+            print(f"Сводка для преподавателя обновлена: {summary}")
     return 0
 
 

@@ -15,8 +15,13 @@
 пришло из работ (имена учащихся и файлов, причины с цитатами кода, фрагменты ответов),
 экранируется само. Страница статическая: ни одного скрипта (и политика
 Content-Security-Policy запрещает их, даже если бы они туда попали), внешних ресурсов тоже
-нет. Ссылки — относительные, на отчёты в feedback_reports/ рядом. Даты на странице нет: те
-же итоги дают те же байты (как и остальные таблицы оценивания).
+нет. Ссылки — относительные, на отчёты в feedback_reports/ и таблицы рабочей папки рядом.
+
+Страница говорит, на когда она составлена: её пишут заново все команды, которые меняют
+оценки (``make grade``, ``make feedback``, ``make export``, ``make summary`` —
+:func:`feedback.teacher.analytics.write_pages`), и после ручной проверки в formgrader она не
+остаётся прежней. Снятые ручные оценки, чьи ответы ждут проверки снова, — с прежними баллом,
+комментарием и разницей ответов (раздел «Изменённые ответы», manual_archive.csv).
 """
 
 from __future__ import annotations
@@ -30,10 +35,16 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
-from feedback.answers.mistakes import describe
 from feedback.formatting import format_plain, plural
 from feedback.teacher import files
-from feedback.teacher.class_data import NO_CODE, SLOW_FACTOR, SLOW_SECONDS, ClassData, TaskStats
+from feedback.teacher.class_data import (
+    NO_CODE,
+    SLOW_FACTOR,
+    SLOW_SECONDS,
+    ClassData,
+    TaskStats,
+    mistake_description,
+)
 from feedback.teacher.safe_html import CSP_META
 from feedback.teacher.settings import PACKAGE
 
@@ -81,7 +92,7 @@ def ranked(counts: Counter) -> list[tuple[str, int]]:
 
 def mistake_text(mistake: str) -> str:
     """Описание ошибки по-русски (код — только в подсказке страницы)."""
-    return NO_CODE_TEXT if mistake == NO_CODE else describe(mistake)
+    return NO_CODE_TEXT if mistake == NO_CODE else mistake_description(mistake)
 
 
 def short_title(title: str) -> str:
@@ -263,6 +274,7 @@ def render(data: ClassData, work: Path) -> str:
                 "tasks": tasks,
                 "learners": data.works(lab),
                 "top_mistakes": data.top_mistakes(lab),
+                "not_attempted": data.not_attempted(lab),
             }
         )
 

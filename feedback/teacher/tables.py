@@ -311,7 +311,12 @@ class ChangeRow:
 
 @dataclass(frozen=True)
 class ManualArchiveRow:
-    """Строка manual_archive.csv: снятая ручная оценка (ответ изменился после проверки)."""
+    """Строка manual_archive.csv: снятая ручная оценка (ответ изменился после проверки).
+
+    ``old_answer`` — оценённый ответ (у проверки автопроверки — код работы, который она
+    проверяла), ``new_answer`` — тот, что пришёл ему на смену
+    (:func:`feedback.teacher.gradebook.answer_text`).
+    """
 
     FILE: ClassVar[str] = "manual_archive.csv"
 
@@ -321,6 +326,8 @@ class ManualArchiveRow:
     manual_points: str
     comment: str
     why: str
+    old_answer: str = ""
+    new_answer: str = ""
 
 
 @dataclass(frozen=True)

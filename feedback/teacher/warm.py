@@ -97,6 +97,31 @@ def start_template(profile: str, folder: Path, env_for: EnvFor) -> Template:
     return Template(profile, path, process)
 
 
+#: Папка заготовок запуска в /tmp (путь сокета Unix короткий): «c7-tpl-<pid запуска>-…».
+TEMPLATE_PREFIX = "c7-tpl-"
+
+
+def remove_stale(base: Path) -> list[Path]:
+    """Убирает папки заготовок запусков, которых больше нет (``kill -9``: finally не дошёл).
+
+    Чья папка — видно по pid в имени: папка живого процесса (другой запуск make grade или
+    тест рядом) и чужая (другой пользователь) остаются. Возвращает убранные.
+    """
+    removed = []
+    for folder in base.glob(f"{TEMPLATE_PREFIX}*-*"):
+        pid = folder.name[len(TEMPLATE_PREFIX) :].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or folder.is_symlink() or folder.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+        except OSError:  # PermissionError: процесс жив, но чужой; папки уже нет
+            continue
+    return removed
+
+
 @contextlib.contextmanager
 def kernel_templates(
     profiles: Iterable[str],
@@ -112,7 +137,9 @@ def kernel_templates(
     if not wanted:
         yield {}
         return
-    folder = Path(tempfile.mkdtemp(prefix="c7-tpl-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    base = Path("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir())
+    remove_stale(base)
+    folder = Path(tempfile.mkdtemp(prefix=f"{TEMPLATE_PREFIX}{os.getpid()}-", dir=base))
     templates: list[Template] = []
     try:
         for profile in wanted:
