@@ -39,6 +39,7 @@ from feedback.gpu.check_report import (
     write_record,
 )
 from feedback.gpu.check_runner import Outcome, Runner, classify, experiment_env
+from feedback.settings import LAB_WALL_XLA
 
 MIB = 1024**2
 GIB_BYTES = 1024**3
@@ -166,12 +167,14 @@ def test_the_lab_experiments_are_the_issue_s():
     assert {by_name["gen_1b"].config, by_name["gen_4b"].config} == {"1b", "4b"}
     loads = [e for e in by_name.values() if e.kind == "load"]
     assert all(e.dtype == "float32" and e.config == "4b" for e in loads)
-    # Три распределителя при одном бюджете 7.3: пул BFC, BFC по мере надобности, platform.
+    # Распределители при одном бюджете 7.3: пул BFC заранее, пул без предвыделения (как в
+    # тетрадке, LAB_WALL_XLA), BFC по мере надобности и platform при занятой остальной карте.
     same_budget = {
         (e.emulation, e.allocator, e.preallocate) for e in loads if e.budget_bytes == LAB_7_3_POOL
     }
     assert same_budget == {
         ("pool", "bfc", True),
+        ("pool", "bfc", False),
         ("held", "bfc", False),
         ("held", "platform", False),
     }
@@ -198,7 +201,7 @@ def test_classify_result():
 
 
 def test_environment_of_each_way_to_emulate_a_t4():
-    pool, held_bfc, held_platform = (
+    pool, lab_pool, held_bfc, held_platform = (
         e for e in lab_experiments() if e.kind == "load" and e.budget_bytes == LAB_7_3_POOL
     )
     user = {"XLA_PYTHON_CLIENT_MEM_FRACTION": ".95", "XLA_PYTHON_CLIENT_ALLOCATOR": "cuda_async"}
@@ -207,6 +210,12 @@ def test_environment_of_each_way_to_emulate_a_t4():
     assert float(fraction) * H200.total_bytes == pytest.approx(LAB_7_3_POOL, rel=1e-5)
     assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
     assert "XLA_PYTHON_CLIENT_ALLOCATOR" not in env
+    # Как тетрадка 7.3 (LAB_WALL_XLA): та же доля, но без предвыделения.
+    env, lab_fraction = experiment_env(lab_pool, H200, user)
+    assert lab_fraction == fraction and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert {name: env[name] for name in LAB_WALL_XLA if "FRACTION" not in name} == {
+        name: value for name, value in LAB_WALL_XLA.items() if "FRACTION" not in name
+    }
     env, fraction = experiment_env(held_bfc, H200, user)
     assert fraction is None and "XLA_PYTHON_CLIENT_MEM_FRACTION" not in env
     assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
@@ -309,12 +318,18 @@ def test_record_is_the_course_format_and_the_chart_is_drawn(tmp_path):
 
 
 def test_fast_wall_names_the_allocator_that_fails_fast():
-    pool, held_bfc, platform = (e for e in lab_experiments() if e.budget_bytes == LAB_7_3_POOL)
+    pool, lab_pool, held_bfc, platform = (
+        e for e in lab_experiments() if e.budget_bytes == LAB_7_3_POOL
+    )
 
     def outcome(experiment, status, seconds):
         return Outcome(experiment, status, seconds, None, None, None, 0, "", 0.0, seconds)
 
-    stalls = [outcome(pool, "stall", 90.0), outcome(held_bfc, "wall", 75.0)]
+    stalls = [
+        outcome(pool, "stall", 90.0),
+        outcome(lab_pool, "stall", 90.0),
+        outcome(held_bfc, "wall", 75.0),
+    ]
     assert fast_wall(stalls).startswith("Ни один")
     verdict = fast_wall([*stalls, outcome(platform, "wall", 12.5)])
     assert platform.title in verdict and pool.title not in verdict and "12,5 с" in verdict

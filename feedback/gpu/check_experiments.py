@@ -143,7 +143,11 @@ class Experiment:
 def lab_experiments() -> tuple[Experiment, ...]:
     """Опыты лабораторных на настоящих Gemma 3 4B и 1B (длина 400, LoRA ранга 4)."""
     load = dict(kind="load", lab="7.3", config="4b", dtype="float32", timeout_s=90)
-    train = dict(kind="train", config="4b", dtype="bfloat16", seq_len=400, timeout_s=300)
+    # Обучение — с памятью, как в тетрадках 7.5 и 7.6 (LAB_TRAINING_XLA): пул T4 без
+    # предвыделения; стена батча 8 должна прийти ошибкой, а не ожиданием BFC.
+    train = dict(
+        kind="train", config="4b", dtype="bfloat16", seq_len=400, timeout_s=300, preallocate=False
+    )
     generate = dict(
         kind="generate", lab="7.1", dtype="bfloat16", prompt_tokens=10, new_tokens=50, repeats=3
     )
@@ -152,6 +156,13 @@ def lab_experiments() -> tuple[Experiment, ...]:
             name="w32_bfc_pool",
             title="7.3: веса float32, BFC, пул 0,9 T4 занят заранее",
             budget_bytes=LAB_7_3_POOL,
+            **load,
+        ),
+        Experiment(
+            name="w32_lab_pool",
+            title="7.3: веса float32, как в тетрадке: BFC без предвыделения, доля 0,9 T4",
+            budget_bytes=LAB_7_3_POOL,
+            preallocate=False,
             **load,
         ),
         Experiment(

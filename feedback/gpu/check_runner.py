@@ -110,7 +110,8 @@ def experiment_env(
     fraction = None
     if experiment.emulation == "pool":
         fraction = pool_fraction(card, experiment.budget_bytes)
-        env.update(GPU_CHECK_POOL)
+        if experiment.preallocate:  # иначе — как в тетрадках 7.3, 7.5, 7.6 (LAB_WALL_XLA)
+            env.update(GPU_CHECK_POOL)
         env.update(dict.fromkeys(FRACTION_ENV_VARS, fraction))
     if experiment.allocator == "platform":
         env.update(GPU_CHECK_PLATFORM)
