@@ -108,15 +108,18 @@ def _wrong_functions(entry: FunctionCheck) -> dict[str, Any]:
 
 
 def _own_values(fn: Any, task: FunctionTask) -> list[float]:
-    """Что функция учащегося сама возвращает на случаях проверки (эти числа он знает)."""
+    """Что функция учащегося сама возвращает или печатает на случаях проверки (это он знает)."""
     values = []
     for case in task.cases:
+        printed = io.StringIO()
         try:
-            with redirect_stdout(io.StringIO()):
+            with redirect_stdout(printed):
                 value = fn(*case.values())
-            values.append(float(value))
         except Exception:
             continue
+        for own in (value, parse_number(printed.getvalue())):
+            if isinstance(own, int | float):
+                values.append(float(own))
     return values
 
 
