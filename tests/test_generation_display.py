@@ -51,3 +51,12 @@ def test_check_verdict_quotes_generations_visibly():
     bad = [f"\x07{prompt}" for prompt in PROMPTS]
     result = generation.check_generations(bad)
     assert "\x07" not in result.message and "⟨U+0007⟩" in result.message
+
+
+def test_timing_table_is_labelled_in_tiny_mode(monkeypatch):
+    timer = generation.GenerationTimer(name="Gemma-1B")
+    timer.record("запрос", "запрос ответ", 1.5, 10, compiled=True, steps=26)
+    monkeypatch.setenv("COURSE7_TINY", "1")
+    assert "Учебный режим" in timer._repr_html_()
+    monkeypatch.setenv("COURSE7_TINY", "0")
+    assert "Учебный режим" not in timer._repr_html_()

@@ -52,13 +52,20 @@ def visible_html(text: str) -> str:
     return "".join(parts)
 
 
-def tiny_label_html(tiny: bool | None = None) -> str:
+#: Пометка учебного режима над замерами времени.
+TINY_TIMING_LABEL = (
+    "Учебный режим: это время крошечной модели на процессоре — о скорости настоящих Gemma "
+    "оно ничего не говорит."
+)
+
+
+def tiny_label_html(tiny: bool | None = None, label: str = TINY_LABEL) -> str:
     """Жёлтая пометка «учебный режим» (пусто, если работает настоящая модель)."""
     if not (is_tiny_mode() if tiny is None else tiny):
         return ""
     return (
         "<p class='course7-tiny-label' style='background:#fff4cc;border-left:4px solid #e0a800;"
-        f"padding:0.3em 0.6em;margin:0.3em 0;color:#222'>⚠ {html.escape(TINY_LABEL)}</p>"
+        f"padding:0.3em 0.6em;margin:0.3em 0;color:#222'>⚠ {html.escape(label)}</p>"
     )
 
 
