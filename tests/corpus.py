@@ -480,7 +480,7 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             "b72_other_lab_inside",
             LAB2,
             submission(LAB4),
-            {f"check_calculate_{task}_memory": 2 for task in MEMORY_TASKS},
+            memory_points(),
             problem="оценен как",
             graded_as=LAB4,
         ),
