@@ -19,7 +19,7 @@ stamp = $(VENV)/.installed-$(subst $(comma),-,$(1))
 LAB_STAMP := $(call stamp,$(LAB_EXTRAS))
 STAMP := $(call stamp,$(EXTRAS))
 
-.PHONY: lab test test-all lint unit unit-fast nbval nbval-cpu notebooks release check-notebooks grade formgrader \
+.PHONY: lab lab-notice test test-all lint unit unit-fast nbval nbval-cpu notebooks release check-notebooks grade formgrader \
 	feedback export public summary \
 	sandbox bench gpu-check env browser clean hub hub-proxy hub-stop hub-release collect dask-certs
 
@@ -42,9 +42,24 @@ env: $(STAMP)
 # git pull переписывают notebooks/, а в my-labs/ feedback.workspace только добавляет недостающие
 # лабораторные и файлы; новую версию уже скопированной тетрадки кладёт рядом (lab.new.ipynb).
 WORKSPACE := my-labs
-lab: $(LAB_STAMP)
+# Установка молчит (uv --quiet) и идёт минуты, поэтому перед ней make lab говорит, что ставит и
+# сколько это весит. Размер .venv измерен `du -s` после установки в чистый venv на Linux
+# (5 декабря 2026, uv 0.13.9, Python 3.11): lab,tiny — 3350 МиБ, lab — 542 МиБ. С уже
+# скачанными пакетами (кэш uv) установка шла 1 мин 53 с и 46 с на 2 ядрах; скачивание — сверх.
+LAB_SIZE_lab-tiny := около 3,3 ГиБ
+LAB_SIZE_lab := около 0,5 ГиБ
+LAB_WHAT_lab-tiny := JupyterLab, Keras, keras-hub, JAX и TensorFlow для процессора
+LAB_WHAT_lab := JupyterLab (без GPU-лабораторных)
+LAB_KEY := $(subst $(comma),-,$(LAB_EXTRAS))
+lab: lab-notice $(LAB_STAMP)
 	$(BIN)/python -m feedback.workspace --release notebooks --workspace $(WORKSPACE)
 	$(BIN)/jupyter lab --notebook-dir=$(WORKSPACE) $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# Объявление — только когда установка и правда будет (нет отметки или pyproject.toml новее).
+lab-notice:
+	@test $(LAB_STAMP) -nt pyproject.toml || echo "Ставлю окружение курса в $(VENV) \
+	($(or $(LAB_WHAT_$(LAB_KEY)),дополнения $(LAB_EXTRAS))): $(or $(LAB_SIZE_$(LAB_KEY)),несколько ГиБ) \
+	на диске, установка займёт несколько минут и идёт молча — дождитесь адреса JupyterLab."
 
 # Два прогона (docs/development.md, «Тесты»). make test — быстрый: проверки, подсказки,
 # настройки, сбор работ, баллы, выгрузка, аналитика, страницы, решения CPU-лабораторных и один

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from feedback.engine.comparing import FunctionTask, choice, integers, log_uniform
+from feedback.engine.comparing import ANSWER_REL_TOL, FunctionTask, choice, integers, log_uniform
 from feedback.engine.graded import graded_check
 from feedback.engine.result import CheckResult
 from feedback.formatting import format_gib
@@ -40,12 +40,18 @@ GLOBALS = {
 
 
 def _task(title: str, cases: tuple, answer: str) -> FunctionTask:
-    """Задание на функцию в ГиБ; эталон и ошибки — ``feedback.answers.memory.<answer>``."""
+    """Задание на функцию в ГиБ; эталон и ошибки — ``feedback.answers.memory.<answer>``.
+
+    Допуск — правило курса (:data:`~feedback.engine.comparing.ANSWER_REL_TOL`, 1 %), как у
+    лабораторных 7.3 и 7.5: ответ, округлённый до сотых ГиБ, принимается, если округление
+    не увело его дальше 1 % от верного.
+    """
     return FunctionTask(
         title,
         cases,
         f"memory.{answer}",
         formatter=format_gib,
+        rel_tol=ANSWER_REL_TOL,
         samplers={name: SAMPLERS[name] for name in cases[0]},
         globals_hint={name: GLOBALS[name] for name in cases[0]},
     )

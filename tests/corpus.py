@@ -484,7 +484,7 @@ def class_works(tamper_targets: dict[str, str]) -> list[Work]:
             "b72_other_lab_inside",
             LAB2,
             submission(LAB4),
-            {f"check_calculate_{task}_memory": 2 for task in MEMORY_TASKS},
+            memory_points(),
             problem="оценен как",
             graded_as=LAB4,
         ),
@@ -524,7 +524,8 @@ MEMORY_MISTAKES = {
 
 
 def memory_points(lost: tuple[str, ...] = ()) -> dict[str, float]:
-    return {f"check_calculate_{task}_memory": 0 if task in lost else 2 for task in MEMORY_TASKS}
+    """Баллы проверок 7.4: по 1 за функцию (письменные ответы весят больше, issue 40)."""
+    return {f"check_calculate_{task}_memory": 0 if task in lost else 1 for task in MEMORY_TASKS}
 
 
 def lab4_works() -> list[Work]:

@@ -490,7 +490,8 @@ def test_flat_lora_count_of_gemma_4b_is_the_number_in_the_lab():
     flat = precision.check_lora_parameter_count(
         lambda d, h, q, kv, r, n: n * (d * r + r * q * h + d * r + r * kv * h)
     )
-    assert "1\u202f114\u202f112" in flat.message and "4\u202f247\u202f552" in flat.message
+    # Полученное число названо, верное (оценивается в лабораторной) — нет (issue 42).
+    assert "1\u202f114\u202f112" in flat.message and "4\u202f247\u202f552" not in flat.message
 
 
 def test_hard_coded_lora_count_fails():

@@ -45,7 +45,7 @@ from submissions import read_csv, solution_sources, student_notebook, submission
 FEEDBACK = ROOT / "feedback"
 #: Файлы, где живут подсказки к типичным ошибкам.
 HINT_FILES = [*sorted((FEEDBACK / "answers").glob("*.py")), FEEDBACK / "flops.py"]
-HINT_FILES += [FEEDBACK / "engine" / "comparing.py"]
+HINT_FILES += [FEEDBACK / "engine" / "comparing.py", FEEDBACK / "engine" / "calling.py"]
 HINT_FILES = [path for path in HINT_FILES if path.name not in ("__init__.py", "mistakes.py")]
 ID_LIKE = re.compile(r"^(?:[a-z0-9]+)\.(?!check_)[a-z0-9_]+$")
 GIB = 1024**3
@@ -260,6 +260,10 @@ VERDICTS = [
     (
         "calling.reads_global",
         lambda: memory.check_calculate_param_memory(lambda p, b: 4e9 * b / GIB),
+    ),
+    (
+        "calling.printed_not_returned",
+        lambda: memory.check_calculate_param_memory(lambda p, b: print(p * b / GIB)),
     ),
     ("generation.append_result_assigned", lambda: _generations(None)),
     ("generation.single_string", lambda: _generations("одна строка")),

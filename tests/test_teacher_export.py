@@ -165,7 +165,7 @@ def test_moodle_grades_is_empty_not_zero_where_nothing_is_final(work):
         "ждёт ручной проверки — ещё 1 балл из 6; пока 4 балла"
         in table["ivanov"][f"{TITLE2} — отзыв"]
     )
-    assert table["ivanov"]["Лабораторная 7.4. Оцените память GPU"] == "10"
+    assert table["ivanov"]["Лабораторная 7.4. Оцените память GPU"] == "5"  # проверки по 1 баллу
     assert all(table["alekseev"][title] == "" for title in titles.values())  # не сдавал
     assert table["petrova"]["first_name"] == '\'=HYPERLINK("x")'
     set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
@@ -612,7 +612,7 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
     assert moodle["ivanov"][TITLE2] == "5"  # 4 за проверки и 1 вручную
     assert moodle["petrova"][TITLE2] == "4"
     assert moodle["alekseev"][TITLE2] == ""  # не сдавал
-    assert moodle["alekseev"]["Лабораторная 7.4. Оцените память GPU"] == "10"
+    assert moodle["alekseev"]["Лабораторная 7.4. Оцените память GPU"] == "5"  # проверки по 1
     assert rows_of(work / "export" / f"{LAB2}_worksheet.csv")[1][4] == "5,00"
     # Архив отзывов: Moodle раздаёт отчёты по папкам — тем же, что в скачанном архиве.
     for lab, download in ((LAB2, zip2), (LAB4, zip4)):

@@ -181,11 +181,11 @@ def test_the_progress_line_says_how_many_points_the_teacher_still_gives():
         and not cell.metadata.nbgrader.get("solution")
     }
     manual = grade.manual_points(nb)
-    # 7.4 — 13 баллов (docs/teaching.md): 10 ставит автопроверка, 3 — преподаватель
-    assert (sum(t.points for t in automatic.values()), manual) == (10, 3)
+    # 7.4 — 13 баллов (docs/teaching.md): 5 ставит автопроверка, 8 — преподаватель
+    assert (sum(t.points for t in automatic.values()), manual) == (5, 8)
     result = UnitResult("иванов_иван", LAB4, nb, automatic, wall_seconds=2.46)
     assert grade.progress_line(4, 5, result, manual) == (
-        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ещё 3 — вручную (2,5 с)"
+        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 5 из 5, ещё 8 — вручную (2,5 с)"
     )
     # Сколько ждёт именно эта работа после записи: оценённое и не изменившееся — не в счёт.
     assert grade.progress_line(4, 5, result, manual, pending=1) == (

@@ -24,8 +24,8 @@ from submissions import read_csv
 
 LAB4 = "lab_7_4_gpu_memory"
 ANSWER = "Состояние оптимизатора Adam: два момента на каждый параметр."
-#: Баллы автопроверки 7.4 и одного письменного ответа.
-AUTO_POINTS, ANSWER_POINTS = 10.0, 1.0
+#: Баллы автопроверки 7.4 (пять проверок по 1) и письменного ответа на вопрос 1.
+AUTO_POINTS, ANSWER_POINTS = 5.0, 2.0
 
 
 @pytest.fixture(scope="module")
@@ -110,22 +110,22 @@ def test_pending_means_one_thing_in_report_grades_summary_and_export(flagged_wor
     result = gradebook.results(work)[("ivanov", LAB4)]
     assert (result.pending_points, result.flagged_points) == (ANSWER_POINTS, AUTO_POINTS)
     row = _grades(work)
-    assert (row["pending_manual_points"], row["needs_review_points"]) == ("1.0", "10.0")
-    # Учащийся видит тот же 1 балл, что преподаватель в grades.csv и в сводке.
-    assert _report_pending(work).endswith("ещё 1 балл — после проверки преподавателем")
+    assert (row["pending_manual_points"], row["needs_review_points"]) == ("2.0", "5.0")
+    # Учащийся видит те же 2 балла, что преподаватель в grades.csv и в сводке.
+    assert _report_pending(work).endswith("ещё 2 балла — после проверки преподавателем")
     assert _summary_pending(work) == [(ANSWER_POINTS, AUTO_POINTS)]
     # В Moodle — пусто, а в отзыве сказано, чего работа ждёт.
     assert export.final_score(result) is None
     comment = export.comment(result, LAB4, "7.4")
-    assert "ещё 1 балл из 13" in comment and "проверки на 10 баллов" in comment
+    assert "ещё 2 балла из 13" in comment and "проверки на 5 баллов" in comment
 
 
 def test_graded_answer_and_reviewed_checks_each_clear_their_own_column(flagged_work):
     work = flagged_work
-    _set_manual(work, "reflection_largest", 1.0)  # ответ оценён, просмотр — ещё нет
+    _set_manual(work, "reflection_largest", 2.0)  # ответ оценён, просмотр — ещё нет
     result = gradebook.results(work)[("ivanov", LAB4)]
     row = _grades(work)
-    assert (row["pending_manual_points"], row["needs_review_points"]) == ("0.0", "10.0")
+    assert (row["pending_manual_points"], row["needs_review_points"]) == ("0.0", "5.0")
     assert _summary_pending(work) == [(0.0, AUTO_POINTS)]
     assert export.final_score(result) is None
     assert "ручной проверки" not in export.comment(result, LAB4, "7.4")
@@ -137,7 +137,7 @@ def test_graded_answer_and_reviewed_checks_each_clear_their_own_column(flagged_w
     row = _grades(work)
     assert (row["pending_manual_points"], row["needs_review_points"]) == ("0.0", "0.0")
     assert _summary_pending(work) == []
-    assert export.final_score(result) == 1.0
+    assert export.final_score(result) == ANSWER_POINTS
 
 
 def test_a_task_waits_for_the_teacher_in_exactly_one_way():

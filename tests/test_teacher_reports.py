@@ -132,7 +132,7 @@ def lab4_work(tmp_path_factory):
 
     Лабораторная заносится в базу препроцессором nbgrader SaveCells (его же зовёт
     ``generate_assignment``), работа — :func:`feedback.teacher.gradebook.record` из
-    результата единицы: 2 балла автопроверки из 10, ответ на вопрос 1 написан (его ждёт
+    результата единицы: 1 балл автопроверки из 5, ответ на вопрос 1 написан (его ждёт
     преподаватель), на вопросы 2 и 3 ответа нет; под ответами — ячейки критериев.
     """
     import json
@@ -157,8 +157,8 @@ def lab4_work(tmp_path_factory):
     found = unit.rubrics(ROOT / "solutions" / LAB4 / f"{LAB4}.ipynb")
     notebook.cells = unit.with_rubrics(notebook.cells, found)
     tests = {
-        "check_calculate_param_memory": TaskOutcome(score=2.0, points=2),
-        "check_calculate_input_data_memory": TaskOutcome(score=0.0, points=2),
+        "check_calculate_param_memory": TaskOutcome(score=1.0, points=1),
+        "check_calculate_input_data_memory": TaskOutcome(score=0.0, points=1),
     }
     autograded = nbformat.from_dict(json.loads(nbformat.writes(notebook)))
     gradebook.record(work, UnitResult("ivanov", LAB4, autograded, tests))
@@ -205,12 +205,12 @@ def _panel(page: BeautifulSoup, grade_id: str) -> str:
 def test_an_answer_waiting_for_the_teacher_is_not_a_zero(lab4_work):
     page = _report(lab4_work)
     assert PENDING in _panel(page, "reflection_largest")
-    assert "Баллы: 0 из 1" not in _panel(page, "reflection_largest")
-    assert "Баллы: 0 из 1" in _panel(page, "reflection_input")  # ответа нет — ноль
+    assert "Баллы: 0 из 2" not in _panel(page, "reflection_largest")
+    assert "Баллы: 0 из 4" in _panel(page, "reflection_input")  # ответа нет — ноль
     toc = _toc(page)
-    assert f"Письменный ответ: Вопрос 1 (баллы: {PENDING}, до 1 балла)" in toc
+    assert f"Письменный ответ: Вопрос 1 (баллы: {PENDING}, до 2 баллов)" in toc
     header = " ".join(page.find("h4").get_text(" ").split())
-    assert header == f"{LAB4_TITLE} — 2 из 13 баллов, ещё 1 балл — после проверки преподавателем"
+    assert header == f"{LAB4_TITLE} — 1 из 13 баллов, ещё 2 балла — после проверки преподавателем"
 
 
 def test_titles_are_russian_not_identifiers(lab4_work):
@@ -218,7 +218,7 @@ def test_titles_are_russian_not_identifiers(lab4_work):
     assert page.title.get_text() == LAB4_TITLE
     assert LAB4 not in page.find("h4").get_text()
     toc = _toc(page)
-    assert "Проверка «Задание 1. Память под веса» (баллы: 2 из 2)" in toc
+    assert "Проверка «Задание 1. Память под веса» (баллы: 1 из 1)" in toc
     assert not [item for item in toc if "check_" in item or "reflection_" in item]
     assert _panel(page, "check_calculate_param_memory").startswith(
         "Проверка: Задание 1. Память под веса"
@@ -228,7 +228,7 @@ def test_titles_are_russian_not_identifiers(lab4_work):
 def test_summary_line_says_what_to_fix_first(lab4_work):
     summary = " ".join(_report(lab4_work).select_one("p.course7-summary").get_text().split())
     assert summary == (
-        "Автопроверка: 2 из 10 баллов. Письменные ответы: 0 из 3 баллов, ещё 1 балл — после "
+        "Автопроверка: 1 из 5 баллов. Письменные ответы: 0 из 8 баллов, ещё 2 балла — после "
         "проверки преподавателем. Исправьте сначала: «Задание 2. Память под входные данные»."
     )
 
@@ -245,12 +245,12 @@ def test_manual_points_have_a_decimal_comma_and_blank_comments_are_no_entries(la
     _grade(lab4_work, "reflection_input", comment="")
     page = _report(lab4_work)
     toc = _toc(page)
-    assert "Письменный ответ: Вопрос 1 (баллы: 0,5 из 1)" in toc
+    assert "Письменный ответ: Вопрос 1 (баллы: 0,5 из 2)" in toc
     assert not [item for item in toc if "Комментарий" in item]
     text = page.get_text()
-    assert "0.5" not in text and ".0 из" not in text and "2.5" not in text
+    assert "0.5" not in text and ".0 из" not in text and "1.5" not in text
     header = " ".join(page.find("h4").get_text(" ").split())
-    assert header == f"{LAB4_TITLE} — 2,5 из 13 баллов"
+    assert header == f"{LAB4_TITLE} — 1,5 из 13 баллов"
     assert "ещё" not in page.select_one("p.course7-summary").get_text()
 
     _grade(lab4_work, "reflection_largest", comment="Верно, но почему моментов два?")

@@ -12,8 +12,8 @@ Bytes = Callable[..., float]
 ACTIVATION_ARGS = ("batch_size", "max_length", "num_layers", "embedding_dim", "bytes_per_param")
 
 
-def _unit_mistakes(in_bytes: Bytes) -> tuple[Mistake, ...]:
-    """Ошибки единиц, общие для всех пяти функций."""
+def _unit_mistakes(in_bytes: Bytes, rounding: tuple[int, ...]) -> tuple[Mistake, ...]:
+    """Ошибки единиц и округления (до ``rounding`` знаков), общие для всех пяти функций."""
     return (
         Mistake(
             in_bytes,
@@ -32,13 +32,46 @@ def _unit_mistakes(in_bytes: Bytes) -> tuple[Mistake, ...]:
             "получились МиБ: делите на 1024³, а не на 1024².",
             "memory.mib_not_gib",
         ),
+        *_rounded_results(in_bytes, rounding),
     )
 
 
-def in_gib(in_bytes: Bytes, *mistakes: Mistake) -> Answer:
-    """Эталон в ГиБ (байты / 1024³); ошибки единиц добавляются сами."""
+def _rounded_results(in_bytes: Bytes, rounding: tuple[int, ...]) -> tuple[Mistake, ...]:
+    """Ответ, округлённый до ``rounding`` знаков после запятой в ГиБ.
+
+    Проверка принимает отклонение до 1 % (правило курса), поэтому округлённый ответ проходит,
+    пока объём большой; маленький объём округление уводит дальше 1 % или обнуляет. У весов,
+    градиентов и Adam на случаях проверки округление до сотых остаётся в допуске — там ошибкой
+    считается только округление до целых и десятых.
+    """
+    hint = (
+        "похоже, результат округлён (round). Проверка принимает ответ с точностью до 1 %, "
+        "но маленький объём округление до сотых ГиБ искажает сильнее или превращает в 0. "
+        "Верните само число, без округления: округлять будем при выводе."
+    )
+    return tuple(
+        Mistake(
+            lambda *args, d=digits: round(in_bytes(*args) / BYTES_PER_GIB, d),
+            hint,
+            "memory.rounded_result",
+        )
+        for digits in rounding
+    )
+
+
+#: До скольких знаков округление — ошибка: у больших объёмов (веса, градиенты, Adam)
+#: сотые ГиБ укладываются в допуск 1 %, у маленьких (вход, активации) — нет.
+LARGE_VOLUME_ROUNDING = (0, 1)
+SMALL_VOLUME_ROUNDING = (0, 1, 2)
+
+
+def in_gib(
+    in_bytes: Bytes, *mistakes: Mistake, rounding: tuple[int, ...] = LARGE_VOLUME_ROUNDING
+) -> Answer:
+    """Эталон в ГиБ (байты / 1024³); ошибки единиц и округления добавляются сами."""
     return Answer(
-        lambda *args: in_bytes(*args) / BYTES_PER_GIB, (*mistakes, *_unit_mistakes(in_bytes))
+        lambda *args: in_bytes(*args) / BYTES_PER_GIB,
+        (*mistakes, *_unit_mistakes(in_bytes, rounding)),
     )
 
 
@@ -53,20 +86,6 @@ _FORGOT_BYTES = Mistake(
 )
 
 
-def _rounded_results() -> tuple[Mistake, ...]:
-    """Ответ, округлённый до целых или до сотых ГиБ: функция должна вернуть само число."""
-    hint = (
-        "похоже, результат округлён (round). Верните само число, без округления: "
-        "округлять будем при выводе, а проверка сравнивает точно."
-    )
-    return tuple(
-        Mistake(
-            lambda p, b, d=digits: round(p * b / BYTES_PER_GIB, d), hint, "memory.rounded_result"
-        )
-        for digits in (0, 1, 2)
-    )
-
-
 PARAM_MEMORY = in_gib(
     _weights_bytes,
     _FORGOT_BYTES,
@@ -76,7 +95,6 @@ PARAM_MEMORY = in_gib(
         "не нужно.",
         "memory.bits_not_bytes",
     ),
-    *_rounded_results(),
 )
 
 INPUT_MEMORY = in_gib(
@@ -94,6 +112,7 @@ INPUT_MEMORY = in_gib(
         "него.",
         "memory.constant_bytes_per_token_id",
     ),
+    rounding=SMALL_VOLUME_ROUNDING,
 )
 
 GRADIENT_MEMORY = in_gib(
@@ -148,5 +167,7 @@ def _missing_factor(position: int) -> Mistake:
 
 
 ACTIVATION_MEMORY = in_gib(
-    _activation_bytes, *(_missing_factor(position) for position in range(len(ACTIVATION_ARGS)))
+    _activation_bytes,
+    *(_missing_factor(position) for position in range(len(ACTIVATION_ARGS))),
+    rounding=SMALL_VOLUME_ROUNDING,
 )

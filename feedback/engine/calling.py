@@ -11,9 +11,11 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import numbers
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -107,14 +109,58 @@ def observe_call(
     ``time_limit`` секунд (по умолчанию :func:`call_time_limit`).
     """
     time_limit = call_time_limit() if time_limit is None else time_limit
+    printed = _Tee(sys.stdout)
     try:
-        with _time_limit(time_limit):
+        with _time_limit(time_limit), contextlib.redirect_stdout(printed):
             value = fn(*case.values())
     except _CallTimeLimit:
         return {"t": "timeout", "seconds": time_limit}
     except Exception as error:
         return describe_error(error)
-    return describe(value)
+    outcome = describe(value)
+    if value is None and printed.text.strip():
+        # print вместо return: вердикт назовёт напечатанное (issue 42, п. 7).
+        outcome["printed"] = printed.text.strip()[:PRINTED_LIMIT]
+    return outcome
+
+
+#: Сколько напечатанных функцией символов запоминает исход вызова.
+PRINTED_LIMIT = 200
+
+
+class _Tee(io.TextIOBase):
+    """Поток, который пишет в исходный ``stdout`` и запоминает начало напечатанного.
+
+    Функция учащегося печатает как обычно (отладочный print виден), а проверка узнаёт, что
+    функция напечатала, — чтобы подсказать «замените print на return».
+    """
+
+    def __init__(self, target: Any) -> None:
+        super().__init__()
+        self._target = target
+        self._parts: list[str] = []
+        self._size = 0
+
+    def write(self, text: str) -> int:
+        text = str(text)
+        if self._size < PRINTED_LIMIT:
+            self._parts.append(text[: PRINTED_LIMIT - self._size])
+            self._size += len(self._parts[-1])
+        try:
+            self._target.write(text)
+        except Exception:
+            pass
+        return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._target.flush()
+        except Exception:
+            pass
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
 
 
 def learner_value(outcome: Any, case: dict[str, Any]) -> Any:
@@ -130,7 +176,29 @@ def learner_value(outcome: Any, case: dict[str, Any]) -> Any:
         raise _problem_from_error(revive_error(outcome), case)
     if kind == "skipped":
         raise LearnerProblem("функция не вызывалась: предыдущий вызов не завершился.")
+    if kind == "none" and isinstance(outcome.get("printed"), str) and outcome["printed"].strip():
+        raise _printed_not_returned(outcome["printed"], case)
     return revive(outcome)
+
+
+def _printed_not_returned(printed: str, case: dict[str, Any]) -> LearnerProblem:
+    """Функция напечатала ответ, а вернула None: подсказка «замените print на return»."""
+    shown = " ".join(printed.split())
+    shown = "".join(ch if ch.isprintable() else "·" for ch in shown)
+    if len(shown) > 60:
+        shown = shown[:59] + "…"
+    found = LearnerProblem(
+        f"функция напечатала «{shown}», но вернула None: замените print на return.",
+        describe_case(case),
+        "print только показывает число на экране, а проверка и остальной код получают то, "
+        "что функция возвращает: return <выражение>.",
+    )
+    found.mistake = PRINTED_NOT_RETURNED  # type: ignore[attr-defined]
+    return found
+
+
+#: Код ошибки «напечатала вместо того, чтобы вернуть» (:mod:`feedback.answers.mistakes`).
+PRINTED_NOT_RETURNED = "calling.printed_not_returned"
 
 
 def _problem_from_error(error: BaseException, case: dict[str, Any]) -> LearnerProblem:

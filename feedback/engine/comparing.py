@@ -2,7 +2,13 @@
 
 Проверка вызывает функцию учащегося на нескольких случаях (не только на константах
 лабораторной, чтобы жёстко вписанный ответ не прошёл), сравнивает с эталоном и,
-если ответ совпал с типичной ошибкой, добавляет подсказку именно про неё. При
+если ответ совпал с типичной ошибкой, добавляет подсказку именно про неё.
+
+Вердикт никогда не называет верный ответ (issue 42): он называет случай, что получилось у
+учащегося, больше оно верного или меньше и подсказку к известной ошибке. Верное число на
+любом случае выдало бы формулу (462 при P = 7 и N = 11 — это 6·P·N), а на случаях с
+константами лабораторной — и графу, за которую ставят баллы. Проверяет это
+``tests/test_check_secrecy.py``. При
 оценивании к открытым случаям добавляются вытянутые для каждого учащегося свои
 (:meth:`FunctionTask.draw`), и у каждого случайного случая есть «соседи», которые
 отличаются одним аргументом: так видно, если функция этот аргумент не использует.
@@ -63,6 +69,19 @@ def answer(name: str) -> Answer:
     if not isinstance(found, Answer):
         raise AnswersUnavailable(f"{name} — не эталон")
     return found
+
+
+#: Правило допуска курса для числовых ответов: ответ, отличающийся от верного не больше чем на
+#: 1 % (округлённый до трёх значащих цифр: 14,9 вместо 14,901…), принимается. Одно правило
+#: для всех лабораторных, где ответ — объём памяти или число операций.
+ANSWER_REL_TOL = 1e-2
+
+
+def direction(got: float, expected: float) -> str:
+    """«больше верного» или «меньше верного» — без самого верного числа."""
+    if got < 0 <= expected:
+        return "Ответ отрицательный, а такая величина отрицательной не бывает."
+    return "Ответ больше верного." if got > expected else "Ответ меньше верного."
 
 
 def is_close(got: float, expected: float, rel_tol: float) -> bool:
@@ -241,8 +260,9 @@ def _numbers(calls: list[Any], cases: list[dict[str, Any]]) -> list[float | None
 def judge_numeric(task: FunctionTask, cases: list[dict[str, Any]], calls: list[Any]) -> CheckResult:
     """Сверяет исходы с эталоном; останавливается на первом неверном случае.
 
-    Называет случай, ожидаемое и полученное значения (с достаточным числом цифр) и
-    подсказку: к известной ошибке, к аргументу, который функция не использует.
+    Называет случай, полученное значение (с достаточным числом цифр), больше оно верного или
+    меньше и подсказку: к известной ошибке, к аргументу, который функция не использует. Само
+    верное значение не называет (issue 42).
     """
     values = _numbers(calls, cases)
     for index, (outcome, case) in enumerate(zip(calls, cases, strict=True)):
@@ -250,12 +270,14 @@ def judge_numeric(task: FunctionTask, cases: list[dict[str, Any]], calls: list[A
         expected = task.formula(*case.values())
         if is_close(got, expected, task.rel_tol):
             continue
-        shown_expected, shown_got = format_pair(expected, got, task.formatter)
-        details = [describe_case(case), f"Ожидалось: {shown_expected}", f"Получено: {shown_got}"]
+        # Цифр столько, чтобы неверное не выглядело верным; показываем только полученное.
+        _, shown_got = format_pair(expected, got, task.formatter)
+        details = [describe_case(case), f"Получено: {shown_got}", direction(got, expected)]
         explained = [m for m in task.mistakes if _explains_all(m, task, cases, values)]
         found = find_mistake(got, case, expected, explained, task.rel_tol)
         hinted = (found.hint, found.id) if found else _ignored_argument(task, index, cases, values)
         if hinted is None:
+            details.append("Подсказка: сверьте формулу с описанием задания.")
             return failed(task.title, "ответ неверный.", *details, mistake=UNKNOWN)
         hint, mistake = hinted
         details.append(f"Подсказка: {hint}")

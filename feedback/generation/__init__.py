@@ -8,6 +8,7 @@
 - :mod:`~feedback.generation.timing` — строка длительности, замер каждого вызова (первый
   включает компиляцию XLA), скорость по вычисленным токенам, график;
 - :mod:`~feedback.generation.table` — генерации двух моделей рядом;
+- :mod:`~feedback.generation.visible` — непечатаемые символы метками и пометка учебного режима;
 - :mod:`~feedback.generation.check` — проверка списка генераций (наблюдение; вердикт — в
   :mod:`feedback.answers.generation`).
 
@@ -38,6 +39,7 @@ from feedback.generation.timing import (
     plot_durations,
     timed_generations,
 )
+from feedback.generation.visible import show_texts, visible
 
 __all__ = [
     "CHECK_TITLE",
@@ -57,6 +59,8 @@ __all__ = [
     "loop_counts",
     "plot_durations",
     "show_side_by_side",
+    "show_texts",
     "side_by_side_html",
     "timed_generations",
+    "visible",
 ]

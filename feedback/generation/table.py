@@ -6,14 +6,16 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from feedback.generation.visible import tiny_label_html, visible, visible_html
+
 
 def _printable(text: str) -> str:
-    """Управляющие символы (их выдаёт крошечная модель) заменяются точкой-маркером."""
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else "·" for ch in text)
+    """Непечатаемые символы (их выдаёт крошечная модель) — метками «⟨U+XXXX⟩»."""
+    return visible(text)
 
 
 def _escape(text: str) -> str:
-    return html.escape(_printable(text))
+    return visible_html(text)
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -46,8 +48,13 @@ def side_by_side_html(
     gens_1b: Any,
     gens_4b: Any,
     names: tuple[str, str] = ("Gemma-1B", "Gemma-4B"),
+    tiny: bool | None = None,
 ) -> str:
-    """HTML-таблица: запрос и продолжения двух моделей в одной строке."""
+    """HTML-таблица: запрос и продолжения двух моделей в одной строке.
+
+    ``tiny`` — учебный режим (по умолчанию — как сейчас в процессе): над таблицей пометка, что
+    это генерации крошечной модели.
+    """
     rows = []
     for index, prompt in enumerate(prompts):
         rows.append(
@@ -70,6 +77,7 @@ def side_by_side_html(
     )
     return (
         "<div class='course7-side-by-side'>"
+        f"{tiny_label_html(tiny)}"
         f"<p style='margin:0.3em 0;color:#555'>Серым — запрос, жирным — продолжение модели.</p>"
         "<table style='table-layout:fixed;width:100%'>"
         "<colgroup><col style='width:3%'><col style='width:21%'><col style='width:38%'>"

@@ -17,6 +17,7 @@ from feedback.formatting import format_number, format_plain, plural
 from feedback.generation import sampling
 from feedback.generation.prompts import DEFAULT_NEW_TOKENS, LENGTH_STEP, PROMPTS
 from feedback.generation.table import _escape, _shorten
+from feedback.generation.visible import TINY_TIMING_LABEL, tiny_label_html
 
 
 def format_duration(ns: float) -> str:
@@ -232,6 +233,7 @@ class GenerationTimer:
         summary = "<br>".join(html.escape(line) for line in self.summary().splitlines())
         return (
             "<div class='course7-timing'>"
+            f"{tiny_label_html(label=TINY_TIMING_LABEL)}"
             f"<table><thead><tr><th>№</th><th>Запрос</th><th>Время</th>"
             f"<th>Токенов в ответе</th><th>Вычислено токенов</th>"
             f"<th>Токенов в секунду</th><th>Компиляция XLA</th></tr></thead>"

@@ -47,6 +47,8 @@ COURSE_REPOSITORY = "{repository}"
 COURSE_TAG = "{tag}"
 COURSE_PACKAGE = f"{package} @ git+https://github.com/{{COURSE_REPOSITORY}}@{{COURSE_TAG}}"
 if importlib.util.find_spec("feedback") is None:
+    print("Ставлю из GitHub пакет курса с проверками.")
+{what}    print("Дождитесь конца ячейки: pip работает молча, а закончив, ячейка скажет об этом.")
     _pip = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", COURSE_PACKAGE],
         capture_output=True,
@@ -55,7 +57,19 @@ if importlib.util.find_spec("feedback") is None:
     importlib.invalidate_caches()
     if _pip.returncode != 0:
         print("Не удалось установить пакет курса. Проверьте, что есть интернет, и выполните")
-        print("ячейку ещё раз. Ответ pip:", _pip.stderr[-1500:], sep="\\n")"""
+        print("ячейку ещё раз. Ответ pip:", _pip.stderr[-1500:], sep="\\n")
+    else:
+        print("Готово: пакет курса установлен.")"""
+
+#: Что ещё ставит первая ячейка — по дополнению тетрадки (что pip меняет в Colab, проверяет
+#: tests/test_colab_versions.py, а README описывает в «Что первая ячейка меняет в Colab»).
+WHAT = {
+    None: '    print("Всё остальное, что нужно лабораторной, в Colab и Kaggle уже есть.")\n',
+    "gpu": (
+        '    print("Вместе с ним pip поставит keras-hub 0.32, Keras 3.15 и kagglesdk 0.1.28;")\n'
+        '    print("в Kaggle иногда ещё и TensorFlow — тогда установка займёт несколько минут.")\n'
+    ),
+}
 
 
 def course_settings(root: Path = ROOT) -> dict[str, str]:
@@ -81,7 +95,10 @@ def stamped_cells(notebook_path: Path, nb: dict, root: Path = ROOT) -> dict[str,
             path=notebook_path.relative_to(root).as_posix(),
         ),
         "install": INSTALL.format(
-            repository=settings["repository"], tag=settings["release_tag"], package=name
+            repository=settings["repository"],
+            tag=settings["release_tag"],
+            package=name,
+            what=WHAT.get(extra, WHAT[None]),
         ),
     }
 
