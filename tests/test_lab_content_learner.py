@@ -56,7 +56,7 @@ def test_rubrics_of_7_4_name_the_points_of_their_cell():
 
 def test_7_4_takes_the_t4_budget_of_7_5_and_7_6():
     assert assigned(LAB_74, "T4_USABLE_GIB") == assigned(lab_named("7.5"), "T4_USABLE_GIB")
-    assert "14,7 ГиБ" in whole(LAB_74)
+    assert "14,25 ГиБ" in whole(LAB_74) and "14,7 ГиБ" not in whole(LAB_74)
     assert "около 15 ГиБ" not in whole(LAB_74)
 
 
@@ -116,3 +116,15 @@ def test_7_1_prints_generations_visibly():
     code = " ".join(text(cell) for cell in cells(LAB_71) if cell["cell_type"] == "code")
     assert "print(jide_text)" not in code and "generation.visible(jide_text)" in code
     assert "generation.show_texts(generations_gemma_1b)" in code
+
+
+def test_one_tolerance_rule_for_every_gib_answer():
+    """7.3, 7.4 и 7.5 (и FLOPs 7.2) принимают ответ по одному правилу курса — 1 % (issue 40)."""
+    from feedback import flops, memory
+    from feedback.answers import precision, wall
+    from feedback.engine.comparing import ANSWER_REL_TOL, FunctionTask
+
+    assert wall.WEIGHTS_REL_TOL == precision.BUDGET_REL_TOL == ANSWER_REL_TOL == 0.01
+    tasks = [v for v in vars(memory).values() if isinstance(v, FunctionTask)]
+    assert len(tasks) == 5 and {task.rel_tol for task in tasks} == {ANSWER_REL_TOL}
+    assert flops.COMPUTE_NUM_FLOPS.rel_tol == ANSWER_REL_TOL

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.engine.calling import LearnerProblem
-from feedback.engine.comparing import Answer, Mistake
+from feedback.engine.comparing import ANSWER_REL_TOL, Answer, Mistake
 from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.engine.values import revive
 from feedback.formatting import (
@@ -288,8 +288,9 @@ LORA_PARAMETERS = Answer(
 BUDGET_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 #: Параметров в пресете gemma3_4b_text (GEMMA_4B_PARAMS тетрадки).
 BUDGET_PARAMS = GEMMA_4B_PARAMS
-#: Допуск: ответ, округлённый до сотых ГиБ (14,45 и 7,23), принимается.
-BUDGET_REL_TOL = 1e-2
+#: Допуск — правило курса (ANSWER_REL_TOL, 1 %): ответ, округлённый до сотых ГиБ (14,45 и
+#: 7,23), принимается.
+BUDGET_REL_TOL = ANSWER_REL_TOL
 
 
 #: T4_USABLE_GIB тетрадки: доля 0,95 (LAB_TRAINING_XLA) от 15 ГиБ T4. Остаток на обучение

@@ -16,13 +16,15 @@ from typing import Any
 
 from feedback.answers.mistakes import problem
 from feedback.engine.calling import LearnerProblem
+from feedback.engine.comparing import ANSWER_REL_TOL
 from feedback.engine.result import UNKNOWN, CheckResult, failed, passed
 from feedback.engine.values import revive
 from feedback.formatting import PARAMETERS, format_gib, plural
 from feedback.wall import GEMMA_4B_PARAMS, WEIGHTS_TITLE, weights_gib
 
-#: Допуск: ответ, округлённый до 14,5 или 14,45 ГиБ, принимается.
-WEIGHTS_REL_TOL = 1e-2
+#: Допуск — правило курса (ANSWER_REL_TOL, 1 %): ответ, округлённый до 14,5 или 14,45 ГиБ,
+#: принимается.
+WEIGHTS_REL_TOL = ANSWER_REL_TOL
 #: Память T4 в ГиБ (15 360 МиБ): её записывают вместо памяти под веса.
 T4_GIB = 15
 
