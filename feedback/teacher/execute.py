@@ -206,9 +206,14 @@ async def _run(
     status = ["skipped" if cell.cell_type != "code" else "not-run" for cell in nb.cells]
     startup = int(max(30, min(120, limits.notebook_seconds)))
     cage = memory_cage(limits.memory_bytes)
-    km = kernel_manager(
-        unit_dir, mode, limits, extra_env, readonly, writable, cpus, template, startup, cage
-    )
+    try:
+        km = kernel_manager(
+            unit_dir, mode, limits, extra_env, readonly, writable, cpus, template, startup, cage
+        )
+    except BaseException:
+        if cage is not None:
+            cage.close()
+        raise
     km.client_factory = PromptKernelClient
     client = BudgetedClient(
         nb,
