@@ -148,6 +148,29 @@ def test_a_deleted_but_open_file_counts_against_the_disk_budget(tmp_path, start)
     assert host.memory_taken < LIMITS.memory_bytes + NOISE, host.memory_taken / MIB
 
 
+#: То же в папке сокетов ядра: её ядро видит с правом записи, и она — вне песочницы.
+IN_SOCKET_FOLDER = DELETED_BUT_OPEN.replace(
+    "held = []",
+    "from ipykernel import get_connection_file\n"
+    "os.chdir(os.path.dirname(get_connection_file()))\nheld = []",
+)
+
+
+@pytest.mark.parametrize("start", [*IN_SANDBOX, "none"], indirect=True)
+def test_deleted_files_in_the_socket_folder_take_no_disk_and_stop_the_work(tmp_path, start):
+    """Папка сокетов — в /dev/shm: удалённые в ней файлы — память работы, а не диск машины.
+
+    Бюджет диска здесь больше бюджета памяти: на диске эти файлы успели бы занять его весь.
+    """
+    limits = replace(LIMITS, disk_bytes=512 * MIB)
+    result, host = grade(tmp_path, IN_SOCKET_FOLDER, start, limits)
+    reason = "превышен бюджет памяти" if CAGED else "записано больше 512 МиБ"
+    assert stopped_for(result, reason), result.problems
+    assert host.disk_taken < NOISE, host.disk_taken / MIB
+    if CAGED:
+        assert host.memory_taken < LIMITS.memory_bytes + NOISE, host.memory_taken / MIB
+
+
 ROOT_WRITE = """import os
 for place in ('/big', '/dev/big', '/usr/big', '/etc/big'):
     try:

@@ -539,9 +539,18 @@ def read_record(unit_dir: Path, limit: int = RECORD_BYTES) -> list[dict[str, Any
     return events
 
 
-def socket_dir() -> Path:
-    """Короткая папка для сокетов ядра: путь сокета Unix не длиннее ~100 байт."""
-    base = "/tmp" if os.path.isdir("/tmp") else None
+#: Где создавать папку сокетов ядра: первая существующая и доступная для записи.
+SOCKET_BASES = ("/dev/shm", "/tmp")
+
+
+def socket_dir(bases: tuple[str, ...] = SOCKET_BASES) -> Path:
+    """Короткая папка для сокетов ядра: путь сокета Unix не длиннее ~100 байт.
+
+    Эту папку ядро видит с правом записи (в ней оно создаёт сокеты), поэтому она — в /dev/shm
+    (tmpfs), если он есть: всё, что ядро запишет туда, даже удалённое, но открытое, — память
+    его контрольной группы (:mod:`feedback.teacher.cgroup`), а не место на диске.
+    """
+    base = next((b for b in bases if os.path.isdir(b) and os.access(b, os.W_OK | os.X_OK)), None)
     return Path(tempfile.mkdtemp(prefix="c7-", dir=base))
 
 
