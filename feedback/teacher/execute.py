@@ -26,11 +26,13 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
+from feedback.teacher.cgroup import memory_cage
 from feedback.teacher.sandbox import (
     Limits,
     WarmProvisioner,
     Watchdog,
     kernel_manager,
+    memory_exceeded,
     read_record,
     watched_pids,
 )
@@ -203,9 +205,15 @@ async def _run(
     deadline = started + limits.notebook_seconds
     status = ["skipped" if cell.cell_type != "code" else "not-run" for cell in nb.cells]
     startup = int(max(30, min(120, limits.notebook_seconds)))
-    km = kernel_manager(
-        unit_dir, mode, limits, extra_env, readonly, writable, cpus, template, startup
-    )
+    cage = memory_cage(limits.memory_bytes)
+    try:
+        km = kernel_manager(
+            unit_dir, mode, limits, extra_env, readonly, writable, cpus, template, startup, cage
+        )
+    except BaseException:
+        if cage is not None:
+            cage.close()
+        raise
     km.client_factory = PromptKernelClient
     client = BudgetedClient(
         nb,
@@ -232,6 +240,8 @@ async def _run(
                 [unit_dir, km.socket_dir],
                 limits,
                 sandbox_tmp=mode == "bwrap",
+                home=unit_dir / "home",
+                cage=cage,
             )
             watchdog.start()
             for index, cell in enumerate(nb.cells):
@@ -263,7 +273,7 @@ async def _run(
                 except DeadKernelError:
                     status[index] = "error"
                     execution.stopped = (
-                        watchdog.reason
+                        watchdog.final_reason()
                         or (FLOOD if client.flooded else None)
                         or "ядро завершилось (os._exit, сбой или нехватка памяти) — "
                         "остальные ячейки не выполнялись"
@@ -273,11 +283,13 @@ async def _run(
                 if client.flooded:
                     execution.stopped = FLOOD
                     break
-                if watchdog.reason:
+                # Проверка бюджетов после ячейки, не дожидаясь сторожа: заполненный tmpfs
+                # отказывает в записи сразу, и следующая ячейка не должна успеть начаться.
+                if watchdog.poll():
                     execution.stopped = watchdog.reason
                     break
     except DeadKernelError:
-        execution.stopped = (watchdog.reason if watchdog else None) or "ядро не запустилось"
+        execution.stopped = (watchdog.final_reason() if watchdog else None) or "ядро не запустилось"
     except RecursionError:  # подкласс RuntimeError: вывод ячейки, а не запуск ядра
         execution.stopped = "вывод ячейки слишком глубоко вложен (JSON) — выполнение остановлено"
     except RuntimeError as error:  # ядро не ответило при запуске
@@ -289,6 +301,10 @@ async def _run(
             if watchdog.reason and not execution.stopped:
                 execution.stopped = watchdog.reason
         await _shutdown(km)
+        if cage is not None:
+            if not execution.stopped and cage.oom_kills():
+                execution.stopped = memory_exceeded(limits)
+            cage.close()
         shutil.rmtree(km.socket_dir, ignore_errors=True)
         if km.record_fd is not None:
             os.close(km.record_fd)

@@ -10,9 +10,15 @@
 (транспорт ``ipc``): ей не нужна общая сеть. Прерывание по тайм-ауту идёт сообщением,
 а не сигналом, — сигнал получил бы сам bwrap.
 
-Бюджеты: ``prlimit`` (util-linux) ставит предел адресного пространства и размера
-файла, а :class:`Watchdog` раз в долю секунды смотрит на память всех процессов
-ядра, их число и объём папки работы и при превышении убивает песочницу. Без
+Бюджеты держит ядро Linux. Всё, куда работа может писать, — файловые системы в памяти
+(tmpfs) с пределом размера: папка работы (её начальное содержимое копируется внутрь при
+запуске, а наружу из неё ничего не нужно), /tmp и /dev/shm; корень песочницы и /dev — только
+для чтения. Память всех процессов работы вместе с этими tmpfs, буферами ``memfd_create`` и
+разделяемой памятью ограничивает контрольная группа (:mod:`feedback.teacher.cgroup`), если
+система её даёт; иначе — ``prlimit`` (util-linux): предел адресного пространства и размера
+файла. :class:`Watchdog` раз в долю секунды и после каждой ячейки смотрит на память всех
+процессов ядра, их число, занятое место (и в удалённых, но ещё открытых файлах) и число
+файлов, и при превышении убивает песочницу: так у работы появляется причина остановки. Без
 bubblewrap (macOS, Windows или явно ``COURSE7_SANDBOX=none``) ядро запускается как
 обычный процесс с теми же бюджетами, а :func:`sandbox_warning` говорит об этом
 преподавателю по-русски.
@@ -25,12 +31,13 @@ import json
 import os
 import shutil
 import site
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +57,7 @@ from feedback.settings import (
 )
 from feedback.settings import parse_size as parse_size  # для тех, кто импортирует её отсюда
 from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV
+from feedback.teacher.cgroup import MemoryCage
 from feedback.teacher.settings import Limits
 from feedback.teacher.warm import NotStarted, start_kernel
 
@@ -73,6 +81,11 @@ ETC_FILES = (
     "mime.types",
 )
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
+#: Где в песочнице видно начальное содержимое папки работы (только чтение), пока его копируют.
+SEED = "/run/course7-seed"
+#: Запас tmpfs сверх бюджета диска: заполнив его, работа *превысила* бюджет, и сторож это видит
+#: (в tmpfs ровно по бюджету запись упёрлась бы в предел, не превысив его).
+TMPFS_SLACK = MIB
 
 
 class SandboxUnavailable(RuntimeError):
@@ -196,16 +209,21 @@ def bwrap_command(
     env: dict[str, str],
     limits: Limits,
     writable: list[str] = (),
+    seed: bool = False,
 ) -> list[str]:
     """Команда запуска под bwrap (без самой команды ядра).
 
     Порядок важен: bwrap монтирует по очереди, и позднее монтирование закрывает раннее.
     Поэтому сначала пустые /tmp и /dev, а уже поверх них — папки, которые ядро должно
-    видеть (окружение или кэш могут лежать и в /tmp).
+    видеть (окружение или кэш могут лежать и в /tmp). Папка работы — tmpfs с пределом
+    бюджета диска, как /tmp и /dev/shm; ``seed`` — её начальное содержимое с диска видно по
+    пути :data:`SEED` (его копирует внутрь :func:`seed_command`). Последними корень и /dev
+    становятся только для чтения: запись туда легла бы в память без предела.
     """
+    size = str(limits.disk_bytes + TMPFS_SLACK)
     args = ["bwrap", *_namespaces(), "--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(limits.disk_bytes), "--tmpfs", "/tmp"]
-    args += ["--size", str(limits.disk_bytes), "--tmpfs", "/dev/shm"]
+    args += ["--size", size, "--tmpfs", "/tmp"]
+    args += ["--size", size, "--tmpfs", "/dev/shm"]
     args += _system_binds()
     readonly = sorted(set(readonly))
     for path in readonly:
@@ -213,20 +231,41 @@ def bwrap_command(
             args += ["--ro-bind", path, path]
     for path in hidden_paths():
         args += ["--tmpfs", path, "--remount-ro", path]
-    args += ["--bind", str(home), str(home), "--bind", str(ipc), str(ipc)]
+    args += ["--size", size, "--tmpfs", str(home), "--bind", str(ipc), str(ipc)]
+    if seed:
+        args += ["--ro-bind", str(home), SEED]
     for path in writable:
         args += ["--bind", path, path]
+    args += ["--remount-ro", "/dev", "--remount-ro", "/"]
     args += ["--chdir", str(home), "--clearenv"]
     for name, value in sorted(env.items()):
         args += ["--setenv", name, value]
     return [*args, "--"]
 
 
+def needs_seed(home: Path) -> bool:
+    """Есть ли в папке работы на диске что-то, что ядро должно застать (кэш компиляции JAX)."""
+    try:
+        return any(home.iterdir())
+    except OSError:
+        return False
+
+
+def seed_command(home: Path) -> list[str]:
+    """Приставка команды в песочнице: копирует :data:`SEED` в папку работы (tmpfs), затем ``exec``.
+
+    Копия ложится в tmpfs папки работы и считается в её бюджете; не поместилась — ядро не
+    запускается (а не работает с половиной кэша).
+    """
+    script = 'cp -Rp -- "$0"/. "$1" && shift && exec "$@"'
+    return ["/bin/sh", "-c", script, SEED, str(home)]
+
+
 def rlimits(limits: Limits) -> dict[str, int]:
     """Пределы для всех процессов ядра: адресное пространство, размер файла, core, дескрипторы."""
     return {
         "RLIMIT_AS": max(4 * limits.memory_bytes, 8 * GIB),  # запас: JAX резервирует адреса
-        "RLIMIT_FSIZE": limits.disk_bytes,
+        "RLIMIT_FSIZE": limits.disk_bytes + TMPFS_SLACK,  # файл больше бюджета — его превышение
         "RLIMIT_CORE": 0,
         "RLIMIT_NOFILE": 1024,
     }
@@ -350,12 +389,18 @@ class SandboxedKernelManager(AsyncKernelManager):
 
 @dataclass
 class WarmLaunch:
-    """Как запустить ядро из заготовки: её сокет, песочница работы и запрос копии."""
+    """Как запустить ядро из заготовки: её сокет, песочница работы и запрос копии.
+
+    ``setup`` — что выполнить в песочнице до ожидания (копия начального содержимого папки
+    работы); ``cage`` — контрольная группа памяти работы, куда перевести ядро-копию.
+    """
 
     template: str
     sandbox: list[str]  # bwrap … -- (feedback.teacher.warm.holder_command допишет ожидание)
     request: Request
     timeout: float
+    setup: list[str] = field(default_factory=list)
+    cage: MemoryCage | None = None
 
 
 class WarmProvisioner(LocalProvisioner):
@@ -371,11 +416,25 @@ class WarmProvisioner(LocalProvisioner):
         warm: WarmLaunch = km.warm
         try:
             process = await asyncio.to_thread(
-                start_kernel, warm.template, warm.sandbox, warm.request, km.record_fd, warm.timeout
+                start_kernel,
+                warm.template,
+                warm.sandbox,
+                warm.request,
+                km.record_fd,
+                warm.timeout,
+                warm.setup,
             )
         except NotStarted as error:
             self.problem = str(error)
             return await super().launch_kernel(cmd, **kwargs)
+        if warm.cage is not None:
+            # Копия заготовки родилась вне группы работы: переводим её туда до первой ячейки.
+            try:
+                warm.cage.add(process.pid)
+            except OSError as error:
+                process.kill()
+                self.problem = f"ядро не переведено в группу памяти работы: {error}"
+                return await super().launch_kernel(cmd, **kwargs)
         self.process = process
         self.pid = process.pid
         self.pgid = None  # группа ядра — внутри песочницы; убивается сама песочница
@@ -407,11 +466,14 @@ def kernel_manager(
     cpus: list[int] | tuple[int, ...] = (),
     template: str | None = None,
     startup_seconds: float = 60.0,
+    cage: MemoryCage | None = None,
 ) -> SandboxedKernelManager:
     """Ядро для одной работы: в песочнице (``mode="bwrap"``) или просто с лимитами.
 
     ``template`` — сокет заготовки (:mod:`feedback.teacher.warm`): в песочнице ядро станет её
-    копией, а не запустится с нуля (``startup_seconds`` — сколько ждать этого).
+    копией, а не запустится с нуля (``startup_seconds`` — сколько ждать этого). ``cage`` —
+    контрольная группа памяти работы (:func:`feedback.teacher.cgroup.memory_cage`): в неё
+    попадают песочница и ядро.
     """
     home = unit_dir / "home"
     home.mkdir(parents=True, exist_ok=True)
@@ -421,11 +483,19 @@ def kernel_manager(
         unit_dir / RECORD_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o600
     )
     env = kernel_env(home, {**extra_env, RECORD_FD.name: str(record_fd)})
+    caged = cage.wrapper() if cage is not None else []
     prefix = prlimit_command(limits) + pin_command(cpus)
     sandbox: list[str] = []
+    setup: list[str] = []
     if mode == "bwrap":
-        sandbox = bwrap_command(home, ipc, [*python_paths(), *readonly], env, limits, writable)
-        prefix += sandbox
+        seed = needs_seed(home)
+        setup = seed_command(home) if seed else []
+        sandbox = bwrap_command(
+            home, ipc, [*python_paths(), *readonly], env, limits, writable, seed=seed
+        )
+        prefix += caged + sandbox + setup
+    else:
+        prefix += caged
     km = SandboxedKernelManager(
         prefix,
         env,
@@ -444,7 +514,7 @@ def kernel_manager(
             rlimits=rlimits(limits),
             cpus=list(cpus),
         )
-        km.warm = WarmLaunch(template, sandbox, request, startup_seconds)
+        km.warm = WarmLaunch(template, caged + sandbox, request, startup_seconds, setup, cage)
     return km
 
 
@@ -469,19 +539,49 @@ def read_record(unit_dir: Path, limit: int = RECORD_BYTES) -> list[dict[str, Any
     return events
 
 
-def socket_dir() -> Path:
-    """Короткая папка для сокетов ядра: путь сокета Unix не длиннее ~100 байт."""
-    base = "/tmp" if os.path.isdir("/tmp") else None
+#: Где создавать папку сокетов ядра: первая существующая и доступная для записи.
+SOCKET_BASES = ("/dev/shm", "/tmp")
+
+
+def socket_dir(bases: tuple[str, ...] = SOCKET_BASES) -> Path:
+    """Короткая папка для сокетов ядра: путь сокета Unix не длиннее ~100 байт.
+
+    Эту папку ядро видит с правом записи (в ней оно создаёт сокеты), поэтому она — в /dev/shm
+    (tmpfs), если он есть: всё, что ядро запишет туда, даже удалённое, но открытое, — память
+    его контрольной группы (:mod:`feedback.teacher.cgroup`), а не место на диске.
+    """
+    base = next((b for b in bases if os.path.isdir(b) and os.access(b, os.W_OK | os.X_OK)), None)
     return Path(tempfile.mkdtemp(prefix="c7-", dir=base))
 
 
 # --------------------------------------------------------------------------- сторож
 
 
+def memory_exceeded(limits: Limits) -> str:
+    """Причина остановки за превышение бюджета памяти (сторож или ядро Linux — текст один)."""
+    from feedback.formatting import format_gib
+
+    return (
+        f"превышен бюджет памяти: ядро заняло больше "
+        f"{format_gib(limits.memory_bytes / GIB)} (COURSE7_MEMORY_LIMIT)"
+    )
+
+
+def disk_exceeded(limits: Limits) -> str:
+    """Причина остановки за превышение бюджета диска."""
+    return f"в папку работы записано больше {limits.disk_bytes // MIB} МиБ файлов"
+
+
 class Watchdog(threading.Thread):
     """Следит за процессами ядра и его папками; при превышении бюджета убивает ядро.
 
-    Причина остановки (по-русски) остаётся в :attr:`reason`.
+    Причина остановки (по-русски) остаётся в :attr:`reason`. Раз в ``interval`` секунд (и когда
+    попросят: :meth:`poll`) сторож считает память процессов, их число, место, занятое в папках
+    работы и tmpfs песочницы (``sandbox_tmp``: папка работы, /tmp и /dev/shm — по занятому в
+    них месту, так что удалённые, но открытые файлы тоже в счёте), и файлы, которые процессы
+    держат открытыми уже удалёнными с диска. ``cage`` — контрольная группа памяти: если ядро
+    Linux убило в ней процесс, причина — бюджет памяти; без неё в память идут и буферы
+    ``memfd_create``, которые держат процессы.
     """
 
     def __init__(
@@ -491,39 +591,53 @@ class Watchdog(threading.Thread):
         limits: Limits,
         interval: float = 0.2,
         sandbox_tmp: bool = False,
+        home: Path | None = None,
+        cage: MemoryCage | None = None,
     ):
         pids = [pids] if isinstance(pids, int) else list(pids)
         super().__init__(daemon=True, name=f"course7-watchdog-{pids[-1]}")
         self.pids, self.folders, self.limits, self.interval = pids, folders, limits, interval
+        self.home, self.cage = home, cage
         self.reason: str | None = None
         self.peak_memory = 0
         self._kernel_pid: int | None = None  # процесс внутри песочницы (его /tmp — свой)
         self._sandbox_tmp_watched = sandbox_tmp  # только под bwrap: иначе /tmp — общий
+        self._roots: list[Any] | None = None
+        self._lock = threading.Lock()
         self._stop = threading.Event()
 
     def stop(self) -> None:
         self._stop.set()
 
     def run(self) -> None:
+        while not self._stop.wait(self.interval):
+            if self.poll() or not self._roots:
+                return
+
+    def poll(self) -> str | None:
+        """Одна проверка бюджетов сейчас; превышен — ядро убито, причина — в :attr:`reason`."""
         import psutil
 
-        roots = []
-        for pid in self.pids:
-            try:
-                roots.append(psutil.Process(pid))
-            except psutil.Error:
-                pass
-        if not roots:
-            return
-        while not self._stop.wait(self.interval):
+        with self._lock:
+            if self.reason:
+                return self.reason
+            if self._roots is None:
+                self._roots = []
+                for pid in self.pids:
+                    try:
+                        self._roots.append(psutil.Process(pid))
+                    except psutil.Error:
+                        pass
             processes = []
-            for root in roots:
+            for root in self._roots:
                 try:
                     processes += [root, *root.children(recursive=True)]
                 except psutil.Error:
                     pass
             if not processes:
-                return
+                self._roots = []
+                self.reason = self.final_reason()
+                return self.reason
             memory = 0
             for process in processes:
                 try:
@@ -532,43 +646,66 @@ class Watchdog(threading.Thread):
                     pass
             self.peak_memory = max(self.peak_memory, memory)
             self._kernel_pid = processes[-1].pid if len(processes) > 1 else None
-            reason = self._exceeded(memory, len(processes))
+            reason = self._exceeded(memory, processes)
             if reason:
                 self.reason = reason
                 self._kill(processes)
-                return
+            return reason
 
-    def _exceeded(self, memory: int, count: int) -> str | None:
-        from feedback.formatting import format_gib
+    def final_reason(self) -> str | None:
+        """Причина после смерти ядра: его убило ядро Linux за превышение бюджета памяти."""
+        if self.reason:
+            return self.reason
+        if self.cage is not None and self.cage.oom_kills():
+            return memory_exceeded(self.limits)
+        return None
 
+    def _exceeded(self, memory: int, processes: list[Any]) -> str | None:
+        if self.cage is not None and self.cage.oom_kills():
+            return memory_exceeded(self.limits)
+        places = self._sandbox_places()
+        devices = {device for _, device in places}
+        held_disk, held_memory = held_files([process.pid for process in processes], devices)
+        if self.cage is None:
+            memory += held_memory  # с группой памяти их считает ядро Linux
         if memory > self.limits.memory_bytes:
-            return (
-                f"превышен бюджет памяти: ядро заняло больше "
-                f"{format_gib(self.limits.memory_bytes / GIB)} (COURSE7_MEMORY_LIMIT)"
-            )
-        if count > self.limits.processes:
+            return memory_exceeded(self.limits)
+        if len(processes) > self.limits.processes:
             return f"запущено слишком много процессов (больше {self.limits.processes})"
-        size = files = 0
+        size, files = held_disk, 0
         for folder in self.folders:
             used = folder_usage(folder, self.limits.files - files)
             size, files = size + used[0], files + used[1]
-        for folder in self._sandbox_tmp():
-            # Свой tmpfs песочницы; смонтированные в него папки (окружение, кэши, папка
-            # работы) — другие файловые системы, и их считать не нужно.
-            used = folder_usage(folder, self.limits.files - files, same_device=True)
-            size, files = size + used[0], files + used[1]
+        for folder, _ in places:
+            # Свой tmpfs песочницы: занятое в нём место (с удалёнными, но открытыми файлами) и
+            # файлы на нём; смонтированные в него папки (окружение, кэши) — другие файловые
+            # системы, и их считать не нужно.
+            size += tmpfs_used(folder)
+            files += folder_usage(folder, self.limits.files - files, same_device=True)[1]
         if size > self.limits.disk_bytes:
-            return f"в папку работы записано больше {self.limits.disk_bytes // MIB} МиБ файлов"
+            return disk_exceeded(self.limits)
         if files > self.limits.files:
             return f"создано больше {self.limits.files} файлов и папок"
         return None
 
-    def _sandbox_tmp(self) -> list[Path]:
-        """Свои /tmp и /dev/shm песочницы (tmpfs): их видно через /proc/<ядро>/root."""
+    def _sandbox_places(self) -> list[tuple[Path, int]]:
+        """Папка работы, /tmp и /dev/shm песочницы (tmpfs) — через /proc/<ядро>/root — и их
+        устройства; одна файловая система считается один раз."""
         if self._kernel_pid is None or not self._sandbox_tmp_watched:
             return []
         root = Path(f"/proc/{self._kernel_pid}/root")
-        return [root / "tmp", root / "dev" / "shm"]
+        inside = [root / "tmp", root / "dev" / "shm"]
+        if self.home is not None:
+            inside.insert(0, root / str(self.home).lstrip("/"))
+        places: list[tuple[Path, int]] = []
+        for folder in inside:
+            try:
+                device = os.stat(folder).st_dev
+            except OSError:
+                continue
+            if device not in {seen for _, seen in places}:
+                places.append((folder, device))
+        return places
 
     @staticmethod
     def _kill(processes: list[Any]) -> None:
@@ -579,6 +716,46 @@ class Watchdog(threading.Thread):
                 process.kill()
             except psutil.Error:
                 pass
+
+
+def tmpfs_used(folder: Path) -> int:
+    """Сколько байт занято в файловой системе папки (tmpfs песочницы)."""
+    try:
+        fs = os.statvfs(folder)
+    except OSError:
+        return 0
+    return (fs.f_blocks - fs.f_bfree) * fs.f_frsize
+
+
+def held_files(pids: list[int], skip_devices: set[int] = frozenset()) -> tuple[int, int]:
+    """Байты файлов, которые процессы держат открытыми уже удалёнными, и байты их ``memfd``.
+
+    Удалённый файл не виден ни в одной папке, но место на диске занимает, пока открыт.
+    Файлы на устройствах ``skip_devices`` (tmpfs песочницы) уже в счёте их занятого места.
+    """
+    disk = memory = 0
+    seen: set[tuple[int, int]] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            path = f"/proc/{pid}/fd/{fd}"
+            try:
+                target = os.readlink(path)
+                info = os.stat(path)
+            except OSError:
+                continue
+            key = (info.st_dev, info.st_ino)
+            if key in seen or not stat.S_ISREG(info.st_mode) or info.st_nlink:
+                continue
+            seen.add(key)
+            if target.startswith("/memfd:"):
+                memory += info.st_blocks * 512
+            elif info.st_dev not in skip_devices:
+                disk += info.st_blocks * 512
+    return disk, memory
 
 
 def folder_usage(

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,12 +155,16 @@ def kernel_templates(
 # --------------------------------------------------------------------------- ядро работы
 
 
-def holder_command(sandbox: list[str], info_fd: int) -> list[str]:
-    """Команда песочницы работы (``bwrap … --``), в которой вместо ядра ждёт ``sleep``."""
+def holder_command(sandbox: list[str], info_fd: int, setup: Sequence[str] = ()) -> list[str]:
+    """Команда песочницы работы (``bwrap … --``), в которой вместо ядра ждёт ``sleep``.
+
+    ``setup`` — приставка, которая выполнится в песочнице до ``sleep`` и сделает ему ``exec``
+    (копия начального содержимого папки работы): ядро войдёт в уже готовую песочницу.
+    """
     if not sandbox or sandbox[-1] != "--":
         raise ValueError("ожидалась команда bwrap, которая кончается на «--»")
     sleep = shutil.which("sleep", path="/usr/bin:/bin") or "/bin/sleep"
-    return [*sandbox[:-1], "--info-fd", str(info_fd), "--", sleep, "infinity"]
+    return [*sandbox[:-1], "--info-fd", str(info_fd), "--", *setup, sleep, "infinity"]
 
 
 class WarmKernel:
@@ -222,13 +226,18 @@ class NotStarted(RuntimeError):
 
 
 def start_kernel(
-    template: str, sandbox: list[str], request: Request, record_fd: int, timeout: float
+    template: str,
+    sandbox: list[str],
+    request: Request,
+    record_fd: int,
+    timeout: float,
+    setup: Sequence[str] = (),
 ) -> WarmKernel:
     """Песочница работы, вход копии заготовки в неё и ядро Jupyter; иначе :class:`NotStarted`."""
     info_read, info_write = os.pipe()
     try:
         holder = subprocess.Popen(
-            holder_command(sandbox, info_write),
+            holder_command(sandbox, info_write, setup),
             env={},
             cwd=request.home,
             stdin=subprocess.DEVNULL,
