@@ -189,10 +189,10 @@ def test_the_progress_line_says_how_many_points_the_teacher_still_gives():
     )
     # Сколько ждёт именно эта работа после записи: оценённое и не изменившееся — не в счёт.
     assert grade.progress_line(4, 5, result, manual, pending=1) == (
-        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ещё 1 — вручную (2,5 с)"
+        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 5 из 5, ещё 1 — вручную (2,5 с)"
     )
     assert grade.progress_line(4, 5, result, manual, pending=0) == (
-        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 10 из 10, ручной оценки не ждёт "
+        "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 5 из 5, ручной оценки не ждёт "
         "(2,5 с)"
     )
     halves = {"a": TaskOutcome(0.5, 1.5)}
