@@ -258,7 +258,7 @@ def test_manual_grading_in_formgrader_reaches_the_report(grading_copy, tmp_path)
             # Критерии — прямо под ответом, с образцом из solutions/.
             criteria = page.evaluate(_NEXT_CELL_JS, graded)
             assert "Критерии оценки" in criteria and "Критерии для преподавателя" in criteria
-            assert "В 100 раз" in criteria
+            assert "10-кратно меньшем числе токенов" in criteria
             assert "Критерии для преподавателя" in page.evaluate(_NEXT_CELL_JS, left)
 
             # formgrader сохраняет по событию change (уход с поля) через свой API.
@@ -288,7 +288,7 @@ def test_manual_grading_in_formgrader_reaches_the_report(grading_copy, tmp_path)
     header = " ".join(page.find("h4").get_text().split())
     assert header == f"{TITLE} — 4,5 из 6 баллов, ещё 1 балл — после проверки преподавателем"
     text = page.get_text()
-    assert "Критерии" not in text and "В 100 раз" not in text
+    assert "Критерии" not in text and "10-кратно меньшем числе токенов" not in text
     print(f"ручная проверка в formgrader и отчёт: {time.monotonic() - started:.1f} с")
 
 
