@@ -140,7 +140,7 @@ release: notebooks
 # аргументом, а не ломает строку bash. Опции — в форме --roster=…, после «--» — позиционные:
 # имя, которое начинается с «-», тоже остаётся именем.
 export SUBMISSIONS ROSTER WORKSHEET LAB DEST JOBS SCHEDULER HUB_PORT HUB_IP TEACHER HUB_MODE \
-	HUB_PREFIX ALLOW_INSECURE_DASK REPLACE
+	HUB_PREFIX ALLOW_INSECURE_DASK
 
 # make grade — всё из .course-work/submitted; make grade SUBMISSIONS=архив.zip (или папка) JOBS=4;
 # на рабочих Dask: make grade SCHEDULER=tls://host:8786 (только TLS с сертификатами make dask-certs;
@@ -157,7 +157,7 @@ grade: $(STAMP) sandbox
 # и рабочим, client — make grade; печатает команды dask scheduler и dask worker. REPLACE=1 — выпустить
 # заново (прежние перестанут подходить).
 dask-certs: $(STAMP)
-	$(BIN)/python -m feedback.teacher.dask_tls certs $${REPLACE:+--replace}
+	$(BIN)/python -m feedback.teacher.dask_tls certs $(if $(filter 1,$(REPLACE)),--replace)
 
 # Секунды на работу при JOBS=1 и 2, ускорение, постоянная часть и время групп тестов.
 bench: $(STAMP) sandbox

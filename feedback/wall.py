@@ -291,14 +291,20 @@ class StallGuard:
         return self
 
     def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
-        with self._lock:
-            self._done.set()
-            fired = self._fired
-        if self._thread is not None:
-            self._thread.join()
-        if kind is None:
-            if fired:  # прерывание пришло уже после загрузки: не теряем его молча
+        try:
+            with self._lock:
+                self._done.set()
+            if self._thread is not None:
+                self._thread.join()
+            if kind is None and self._fired:  # сторож выстрелил, когда загрузка уже кончилась
                 self._swallow_late_interrupt()
+        except KeyboardInterrupt:
+            # Прерывание сторожа пришло уже здесь, после тела with (гонка в последний миг):
+            # оно поглощено, а не вылетает сырой трассировкой. Ручную остановку — пропускаем.
+            if not self._fired:
+                raise
+        fired = self._fired
+        if kind is None:
             self.outcome = "loaded"
             return False
         if fired and issubclass(kind, KeyboardInterrupt) and self.stall is not None:

@@ -39,7 +39,7 @@ from feedback.gpu.check_report import (
     write_record,
 )
 from feedback.gpu.check_runner import Outcome, Runner, classify, experiment_env
-from feedback.settings import LAB_WALL_XLA
+from feedback.settings import LAB_TRAINING_XLA, LAB_WALL_XLA
 
 MIB = 1024**2
 GIB_BYTES = 1024**3
@@ -164,6 +164,12 @@ def test_the_lab_experiments_are_the_issue_s():
     assert by_name["b8_t4"].batch == 8 and by_name["b8_t4"].seq_len == 400
     assert by_name["acc8_t4"].batch == 1 and by_name["acc8_t4"].accumulation == 8
     assert by_name["b1_t4"].lab == "7.5" and by_name["b1_t4"].dtype == "bfloat16"
+    assert by_name["b4_t4"].batch == 4  # оригинал курса: на грани T4 — проверка это решит
+    # Обучение — в пуле той же доли T4, что задают тетрадки 7.5 и 7.6 (LAB_TRAINING_XLA).
+    share = float(LAB_TRAINING_XLA["XLA_CLIENT_MEM_FRACTION"])
+    assert {e.budget_bytes for e in by_name.values() if e.kind == "train"} == {
+        int(share * 15_360 * 1024**2)
+    }
     assert {by_name["gen_1b"].config, by_name["gen_4b"].config} == {"1b", "4b"}
     loads = [e for e in by_name.values() if e.kind == "load"]
     assert all(e.dtype == "float32" and e.config == "4b" for e in loads)

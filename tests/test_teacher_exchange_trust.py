@@ -144,6 +144,32 @@ def test_a_name_without_the_random_suffix_is_collected_and_a_plus_in_the_id_is_n
     assert row.file.startswith(f"{exchange.FILE_PREFIX}a+b+") and "не похоже" in row.problem
 
 
+def test_a_folder_named_like_nbgraders_files_stops_nobody(settings):
+    """Папка «timestamp.txt» или «submission_secret.txt» в сдаче не роняет сбор всего класса:
+    её сдача собрана без неё (строка problems.csv), сдача следующего учащегося — как обычно,
+    а make feedback не спотыкается о такую сдачу."""
+    folder = submit(settings, "aaa", "2026-12-01 10:00:00.000000 UTC")
+    (folder / hub.TIMESTAMP).unlink()
+    (folder / hub.TIMESTAMP).mkdir()
+    (folder / hub.TIMESTAMP / "x").write_text("x")
+    (folder / hub.SUBMISSION_SECRET).unlink()
+    (folder / hub.SUBMISSION_SECRET).mkdir()
+    submit(settings, "bbb", "2026-12-01 10:00:00.000000 UTC")
+
+    found = hub.collect(settings)
+
+    assert sorted(item.student for item in found.collected) == ["aaa", "bbb"]
+    assert collected(settings, "aaa") == {
+        f"{LAB}.ipynb": collected(settings, "aaa")[f"{LAB}.ipynb"],
+        hub.TIMESTAMP: collected(settings, "aaa")[hub.TIMESTAMP],
+    }
+    assert collected(settings, "aaa")[hub.TIMESTAMP].decode().startswith("20")
+    rows = {row.file.rsplit("/", 1)[1]: row.problem for row in problems(settings)}
+    assert "обычный файл" in rows[hub.TIMESTAMP] and "обычный файл" in rows[hub.SUBMISSION_SECRET]
+    assert not list(settings.submitted.glob("*/.*collecting*"))
+    assert [item.student for item in hub.hub_feedback(settings)] == ["bbb"]
+
+
 def test_a_submission_folder_that_is_a_link_is_refused(settings):
     target = submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC")
     inbound = target.parent

@@ -233,7 +233,7 @@ def test_the_exchange_is_as_nbgrader_wants_and_reachable_through_the_work_folder
     course = exchange / COURSE_ID
     assert [(path.stat().st_uid, mode(path)) for path in (course, course / "inbound")] == [
         (0, 0o755),
-        (0, 0o2733),
+        (0, 0o3733),
     ]
     # Настройки сервера учащегося: exchange по настоящему пути, читает только он сам.
     folder = chosen.config / f"{prefix}petrova"

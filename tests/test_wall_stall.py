@@ -92,3 +92,32 @@ def test_the_lab_7_3_load_runs_under_the_guard():
     (load,) = [c for c in cells if "from_preset(PRESET)" in c]
     assert "with wall.StallGuard() as loading:" in load
     assert any("loaded_model_report(model, " in c and "loading)" in c for c in cells)
+
+
+def test_an_interrupt_that_lands_inside_exit_is_swallowed_not_shown_raw():
+    """Гонка последнего мига: сторож выстрелил, когда загрузка уже кончилась, и прерывание
+    пришло в ``__exit__`` (здесь — пока ждём поток сторожа) — учащийся не видит сырого
+    KeyboardInterrupt, загрузка считается состоявшейся."""
+
+    class InterruptedJoin:
+        def join(self):
+            raise KeyboardInterrupt
+
+    guard = wall.StallGuard(patience_s=60, probe=at_limit, poll_s=0.05)
+    guard._fired = True
+    guard.stall = (45.0, *at_limit())
+    guard._thread = InterruptedJoin()
+    assert guard.__exit__(None, None, None) is False
+    assert guard.outcome == "loaded"
+    unfired = wall.StallGuard(patience_s=60, probe=at_limit, poll_s=0.05)
+    unfired._thread = InterruptedJoin()
+    with pytest.raises(KeyboardInterrupt):  # не сторож — значит, остановили вручную
+        unfired.__exit__(None, None, None)
+
+
+def test_a_manual_stop_still_goes_through():
+    guard = wall.StallGuard(patience_s=60, probe=at_limit, poll_s=0.05)
+    with pytest.raises(KeyboardInterrupt):
+        with guard:
+            raise KeyboardInterrupt
+    assert guard.outcome == "interrupted"

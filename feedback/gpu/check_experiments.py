@@ -25,7 +25,7 @@ from pathlib import Path
 
 from feedback.formatting import plural
 from feedback.gpu.tiny_gemma import BACKBONE_CONFIG
-from feedback.settings import default_keras_backend
+from feedback.settings import LAB_TRAINING_XLA, LAB_WALL_XLA, default_keras_backend
 
 MIB = 1024**2
 
@@ -72,8 +72,12 @@ CONFIGS = {
 #: Память T4, которую получает модель: 15 360 МиБ с ECC минус ≈ 300 МиБ контекста CUDA —
 #: столько же, сколько пул записи 2026-12-04 (bytes_limit 15 724 445 696 байт).
 T4_USABLE = 15_060 * MIB
-#: Пул лабораторной 7.3: она задаёт XLA_PYTHON_CLIENT_MEM_FRACTION=0.9 от 15 360 МиБ T4.
-LAB_7_3_POOL = 13_824 * MIB
+#: Вся память T4 с ECC, как её видит CUDA.
+T4_TOTAL = 15_360 * MIB
+#: Пул лабораторной 7.3: её доля (LAB_WALL_XLA, 0,9) от 15 360 МиБ T4 — 13 824 МиБ.
+LAB_7_3_POOL = int(float(LAB_WALL_XLA["XLA_CLIENT_MEM_FRACTION"]) * T4_TOTAL)
+#: Пул обучения 7.5 и 7.6: их доля (LAB_TRAINING_XLA, 0,95) от T4 — 14 592 МиБ (14,25 ГиБ).
+LAB_TRAINING_POOL = int(float(LAB_TRAINING_XLA["XLA_CLIENT_MEM_FRACTION"]) * T4_TOTAL)
 #: Контекст CUDA самого опыта: держатель оставляет бюджет плюс столько (≈ 0,3 ГиБ на T4).
 CONTEXT_RESERVE = 300 * MIB
 
@@ -195,7 +199,7 @@ def lab_experiments() -> tuple[Experiment, ...]:
             name="b1_t4",
             lab="7.5",
             title="7.5: bf16 + LoRA, батч 1",
-            budget_bytes=T4_USABLE,
+            budget_bytes=LAB_TRAINING_POOL,
             updates=3,
             **train,
         ),
@@ -203,15 +207,23 @@ def lab_experiments() -> tuple[Experiment, ...]:
             name="b8_t4",
             lab="7.6",
             title="7.6: батч 8",
-            budget_bytes=T4_USABLE,
+            budget_bytes=LAB_TRAINING_POOL,
             batch=8,
+            **train,
+        ),
+        Experiment(
+            name="b4_t4",
+            lab="7.6",
+            title="7.6: батч 4 (оригинал курса) — на грани T4",
+            budget_bytes=LAB_TRAINING_POOL,
+            batch=4,
             **train,
         ),
         Experiment(
             name="acc8_t4",
             lab="7.6",
             title="7.6: батч 1 × накопление 8",
-            budget_bytes=T4_USABLE,
+            budget_bytes=LAB_TRAINING_POOL,
             accumulation=8,
             **train,
         ),

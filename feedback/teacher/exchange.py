@@ -61,6 +61,13 @@ MAX_ENTRIES = 1000
 FILE_PREFIX = "exchange/inbound/"
 #: Время сдачи в ``timestamp.txt`` — в формате nbgrader (его читает ``nbgrader.utils.parse_utc``).
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"
+#: Время сдачи рядом с собранной тетрадкой (имя — как у nbgrader submit и collect). Своё,
+#: которое написал учащийся, не копируется: его заменяет время по ctime.
+TIMESTAMP = "timestamp.txt"
+#: Секрет сдачи nbgrader: по нему make feedback находит сдачу (обычный файл в корне сдачи).
+SUBMISSION_SECRET = "submission_secret.txt"
+#: Запись сдачи, которую не копируют и о которой не пишут строку: timestamp.txt учащегося.
+SKIP = "skip"
 
 
 class UnsafeExchange(RuntimeError):
@@ -220,8 +227,8 @@ def _accepts(uid: int, student: str, accounts: Mapping[str, str | None]) -> bool
     if uid in teacher_uids():
         return True  # пробный make hub: все серверы — процессы преподавателя
     owner = _owner(uid)
-    if owner in accounts:
-        return accounts[owner] == student
+    if accounts:  # класс make hub: кто есть кто — только по class_accounts.json
+        return owner in accounts and accounts[owner] == student
     return owner in (student, student.lower())  # JupyterHub: имя входа — в нижнем регистре
 
 
@@ -337,8 +344,21 @@ def latest(attempts: Iterable[Attempt]) -> dict[tuple[str, str], Attempt]:
 
 
 def _entry_problem(entry: Entry, attempt: Attempt) -> str | None:
-    """Почему запись не копируется (по lstat, до открытия), или ``None``."""
+    """Почему запись не копируется (по lstat, до открытия), или ``None``.
+
+    :data:`SKIP` — ``timestamp.txt`` учащегося: его заменит время сдачи по ctime.
+    Имена, которые пишет nbgrader (``timestamp.txt``, ``submission_secret.txt``), в корне
+    сдачи могут быть только обычными файлами: папка с таким именем сломала бы сбор и выдачу
+    отчётов всему классу.
+    """
     info = entry.info
+    if entry.parts[0] in (TIMESTAMP, SUBMISSION_SECRET):
+        if len(entry.parts) > 1:
+            return None  # внутри папки с таким именем: её саму не открыли, о ней сказано
+        if not stat.S_ISREG(info.st_mode):
+            return f"«{entry.parts[0]}» пишет nbgrader, это должен быть обычный файл — не собран"
+        if entry.parts[0] == TIMESTAMP:
+            return SKIP
     if stat.S_ISDIR(info.st_mode):
         return None
     if stat.S_ISLNK(info.st_mode):
@@ -382,6 +402,8 @@ def _copy(inbound: Path, attempt: Attempt, target: Path, problems: list[Problem]
             try:
                 for entry in attempt.entries:
                     why = _entry_problem(entry, attempt)
+                    if why == SKIP:
+                        continue
                     parent = opened.get(entry.parts[:-1])
                     if parent is None:
                         continue  # папка выше не открыта: о ней уже сказано
@@ -423,10 +445,6 @@ def _copy(inbound: Path, attempt: Attempt, target: Path, problems: list[Problem]
     return copied
 
 
-#: Время сдачи рядом с собранной тетрадкой (имя — как у nbgrader submit и collect).
-TIMESTAMP = "timestamp.txt"
-
-
 def collect(
     exchange: Path,
     course: str,
@@ -466,11 +484,23 @@ def collect(
                 )
             )
             continue
-        (fresh / TIMESTAMP).write_text(attempt.time.strftime(TIME_FORMAT), encoding="utf-8")
-        old = final.parent / f".{lab}.old-{secrets.token_hex(4)}"
-        if final.exists():
-            final.rename(old)
-        fresh.rename(final)
+        try:
+            (fresh / TIMESTAMP).write_text(attempt.time.strftime(TIME_FORMAT), encoding="utf-8")
+            old = final.parent / f".{lab}.old-{secrets.token_hex(4)}"
+            if final.exists():
+                final.rename(old)
+            fresh.rename(final)
+        except OSError as error:
+            shutil.rmtree(fresh, ignore_errors=True)
+            result.problems.append(
+                Problem(
+                    student,
+                    lab,
+                    attempt.file,
+                    f"сдача не собрана ({error.strerror or error}); прежняя собранная осталась",
+                )
+            )
+            continue
         shutil.rmtree(old, ignore_errors=True)
         result.collected.append(Collected(student, lab, attempt.name, attempt.time, copied))
     return result

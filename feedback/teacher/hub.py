@@ -695,6 +695,8 @@ def hub_feedback(settings: Settings) -> list[Feedback]:
     graded = ledger.load_scores(settings.work) or {}
     found = []
     for secret in sorted(settings.submitted.glob(f"*/*/{SUBMISSION_SECRET}")):
+        if not secret.is_file() or secret.is_symlink():
+            continue  # make collect кладёт сюда только обычные файлы
         folder = secret.parent
         student, lab = folder.parent.name, folder.name
         report = settings.feedback_reports / student / lab / f"{lab}.html"
@@ -709,7 +711,7 @@ def hub_feedback(settings: Settings) -> list[Feedback]:
     return found
 
 
-SUBMISSION_SECRET = "submission_secret.txt"
+SUBMISSION_SECRET = exchange.SUBMISSION_SECRET
 TIMESTAMP = exchange.TIMESTAMP
 
 
@@ -724,11 +726,17 @@ def release_feedback(settings: Settings) -> list[Feedback]:
         return []
     ready = hub_feedback(settings)
     api = None
-    for item in ready:
+    for index, item in enumerate(ready):
         if item.problem:
             continue
-        for name in (TIMESTAMP, SUBMISSION_SECRET):
-            files.write_bytes(item.report.parent / name, (item.submitted / name).read_bytes())
+        try:
+            for name in (TIMESTAMP, SUBMISSION_SECRET):
+                data = (item.submitted / name).read_bytes()
+                files.write_bytes(item.report.parent / name, data)
+        except OSError as error:  # сдача собрана прежней версией или испорчена: не выдаём ей
+            why = f"нет файла сдачи {name} ({error.strerror or error}): make collect"
+            ready[index] = replace(item, problem=why)
+            continue
         api = api or nbgrader_api(settings)
         _checked(api.release_feedback(item.lab, item.student), f"выдача отчёта {item.student}")
     return ready

@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import grp
 import hashlib
@@ -371,19 +372,32 @@ def prepare_exchange_link(settings: Settings, shared: Path) -> Path:
 def _course_folders(course: Path) -> None:
     """Папки курса в exchange — сразу, от root и с правами nbgrader: корень exchange открыт
     всем на запись, и учащийся, создавший ``course7/`` первым, стал бы его владельцем."""
+    # inbound — 3733, как после make hub-release: сдавать могут все, читать и переименовать
+    # чужую папку (бит sticky) — никто; иначе make collect отказался бы собирать (exchange.py).
     for path, mode in (
         (course, 0o755),
         (course / "outbound", 0o755),
-        (course / "inbound", 0o2733),
+        (course / "inbound", 0o3733),
         (course / "feedback", 0o711),
     ):
-        if path.is_symlink() or (path.exists() and path.lstat().st_uid != 0):
-            raise ClassError(
-                f"{path} создал не root: его мог занять учащийся. Посмотрите, что там, и удалите "
-                "его — make hub создаст заново"
-            )
-        path.mkdir(exist_ok=True)
-        os.chmod(path, mode)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        # Права ставятся через дескриптор той самой папки (не по ссылке): между проверкой и
+        # chmod учащийся не подменит её ссылкой на чужую папку.
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            fd = None
+        try:
+            if fd is None or os.fstat(fd).st_uid != 0:
+                raise ClassError(
+                    f"{path} создал не root: его мог занять учащийся. Посмотрите, что там, и "
+                    "удалите его — make hub создаст заново"
+                )
+            os.fchmod(fd, mode)
+        finally:
+            if fd is not None:
+                os.close(fd)
 
 
 def share_config(folder: Path, login: str, terminal: bool = True) -> None:
