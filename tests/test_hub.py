@@ -536,7 +536,37 @@ def learner_opens_feedback(course_hub, name: str) -> str:
         viewer = page.frame_locator(".jp-HTMLViewer:not(.lm-mod-hidden) iframe")
         viewer.locator("h4").first.wait_for()
         shot(page, f"{name}_5_feedback_opened")
-        return viewer.locator("body").inner_text()
+        text = viewer.locator("body").inner_text()
+        if COMMENT in text:
+            # Переход по оглавлению отчёта в просмотрщике HTML JupyterLab (issue 42, п. 6):
+            # отчёт остаётся на месте, к комментарию, а не «127.0.0.1 refused to connect».
+            viewer.get_by_text("Комментарий преподавателя: Вопрос 1").first.click()
+            page.wait_for_timeout(500)
+            assert viewer.get_by_text(COMMENT).first.is_visible()
+            assert viewer.locator("h4").first.count() == 1  # тот же отчёт во фрейме
+            shot(page, f"{name}_5b_comment_link")
+        return text
+
+
+def summary_section(course_hub, settings: Settings, section: str, name: str) -> str:
+    """Раздел ``section`` сводки summary.html в Chromium: его текст и снимок экрана."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = course_hub[2]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto((settings.work / "summary.html").as_uri())
+            found = page.locator(f"section#{section}")
+            found.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
+            found.screenshot(path=str(SHOTS / f"{name}.png"))
+            return found.inner_text()
+        finally:
+            browser.close()
 
 
 def graded_sources(settings: Settings, student: str) -> dict[str, str]:
@@ -596,6 +626,9 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
     assert COMMENT in seen["ivanov"] and COMMENT not in seen["Petrova"]
     ivanov = scores["ivanov"]
     assert f"{float(ivanov['score']):g} из {float(ivanov['max_score']):g} баллов" in seen["ivanov"]
+    # Сводка после formgrader и make feedback (issue 42, п. 3): Иванов оценён и больше не ждёт.
+    pending = summary_section(course_hub, settings, "pending", "teacher_3_summary_after_formgrader")
+    assert "Petrova" in pending and "ivanov" not in pending
 
     # Пересдача во вкладке Assignments: Иванов переписал оценённый ответ — make collect и
     # make grade берут её, а ручная оценка снята, и ответ снова ждёт проверки.
@@ -607,5 +640,9 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
     assert (answer.manual, answer.pending) == (None, True)
     assert _changes(settings.work)[("ivanov", QUESTION)] == ("1", "", ledger.ANSWER_CHANGED)
     assert graded_sources(settings, "ivanov")[QUESTION].strip() == REWRITTEN
+    # Что изменилось (issue 42, п. 4): прежний ответ рядом с новым, прежние балл и комментарий.
+    reopened = summary_section(course_hub, settings, "reopened", "teacher_4_summary_regrade")
+    assert "ivanov" in reopened and COMMENT in reopened
+    assert "− " + ANSWER["ivanov"] in reopened and "+ " + REWRITTEN in reopened
     print(f"пересдача через JupyterHub: {time.monotonic() - started:.1f} с")
     assert "Traceback" not in log.read_text(encoding="utf-8")

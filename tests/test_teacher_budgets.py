@@ -235,14 +235,27 @@ def test_memfd_buffers_count_against_the_memory_budget(tmp_path, start):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not CAGED, reason="нет контрольной группы памяти")
-def test_the_memory_group_of_a_work_is_gone_after_it(tmp_path):
-    """Группа работы убрана вместе с её процессами: ничего не копится от работы к работе."""
-    found = sandbox_group_parent()
-    before = {path.name for path in found.iterdir() if path.name.startswith("course7-")}
+def test_the_memory_group_of_a_work_is_gone_after_it(tmp_path, monkeypatch):
+    """Группа работы убрана вместе с её процессами: ничего не копится от работы к работе.
+
+    Смотрим на группу именно этой работы: соседние процессы тестов оценивают свои работы и
+    заводят и убирают свои группы в той же родительской.
+    """
+    from feedback.teacher import cgroup, execute
+
+    made = []
+
+    def recorded_cage(*args, **kwargs):
+        cage = cgroup.memory_cage(*args, **kwargs)
+        if cage is not None:
+            made.append(cage.path)
+        return cage
+
+    monkeypatch.setattr(execute, "memory_cage", recorded_cage)
     result, _ = grade(tmp_path, MEMFD, {"sandbox": "none"}, replace(LIMITS, memory_bytes=200 * MIB))
     assert stopped_for(result, "превышен бюджет памяти")
-    after = {path.name for path in found.iterdir() if path.name.startswith("course7-")}
-    assert after == before
+    assert made and made[0].parent == sandbox_group_parent()
+    assert not any(path.exists() for path in made)
 
 
 def sandbox_group_parent():
