@@ -471,25 +471,18 @@ def collect(
         final.parent.mkdir(parents=True, exist_ok=True)
         fresh = final.parent / f".{lab}.collecting-{secrets.token_hex(4)}"
         fresh.mkdir()
+        old = final.parent / f".{lab}.old-{secrets.token_hex(4)}"
         try:
             copied = _copy(inbound, attempt, fresh, result.problems)
-        except OSError as error:
-            shutil.rmtree(fresh, ignore_errors=True)
-            result.problems.append(
-                Problem(
-                    student,
-                    lab,
-                    attempt.file,
-                    f"сдача не собрана ({error.strerror or error}); прежняя собранная осталась",
-                )
-            )
-            continue
-        try:
             (fresh / TIMESTAMP).write_text(attempt.time.strftime(TIME_FORMAT), encoding="utf-8")
-            old = final.parent / f".{lab}.old-{secrets.token_hex(4)}"
             if final.exists():
                 final.rename(old)
-            fresh.rename(final)
+            try:
+                fresh.rename(final)
+            except OSError:
+                if old.exists():
+                    old.rename(final)  # прежняя собранная сдача — на своё место
+                raise
         except OSError as error:
             shutil.rmtree(fresh, ignore_errors=True)
             result.problems.append(
