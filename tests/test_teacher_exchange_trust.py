@@ -357,3 +357,14 @@ def test_an_escape_sequence_in_a_file_name_is_shown_escaped(settings, monkeypatc
     for text in (printed, raw):
         assert not any(ch in text for ch in "\x1b\x07\u202e")
         assert "\\x1b[2J\\x1b]0;owned\\x07\\u202egpj.ipynb" in text
+
+
+def test_a_collect_without_the_rights_of_class_mode_says_what_to_run(settings, monkeypatch):
+    """Класс make hub: inbound — root; make collect без sudo — русская строка, не трассировка."""
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(settings.exchange / COURSE_ID))
+
+    monkeypatch.setattr(exchange, "collect", denied)
+    with pytest.raises(hub.HubError, match="sudo make collect"):
+        hub.collect(settings)

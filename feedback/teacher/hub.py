@@ -550,6 +550,11 @@ def collect(settings: Settings) -> exchange.Collection:
         )
     except exchange.UnsafeExchange as error:
         raise HubError(str(error)) from None
+    except PermissionError as error:  # класс make hub: папки курса в exchange — root
+        raise HubError(
+            f"нет доступа к {error.filename}: в классе (sudo make hub) папки курса в exchange "
+            "принадлежат root — соберите сдачи так же: sudo make collect"
+        ) from None
     record_problems(settings.work, found.problems)
     return found
 
