@@ -368,3 +368,22 @@ def test_a_collect_without_the_rights_of_class_mode_says_what_to_run(settings, m
     monkeypatch.setattr(exchange, "collect", denied)
     with pytest.raises(hub.HubError, match="sudo make collect"):
         hub.collect(settings)
+
+
+def test_a_flood_of_folders_from_one_user_is_cut_with_one_row(settings, users, monkeypatch):
+    """Тысячи папок одного учащегося не держат сбор: читаются первые, об остальных — одна
+    строка problems.csv; сдача соседа собрана."""
+    monkeypatch.setattr(exchange, "MAX_FOLDERS_PER_OWNER", 3)
+    inbound = settings.exchange / COURSE_ID / "inbound"
+    for number in range(20):
+        junk = inbound / f"junk{number:02d}"
+        junk.mkdir()
+        os.chown(junk, users[OTHER], users[OTHER])
+    submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 1", users[LEARNER])
+
+    found = hub.collect(settings)
+
+    assert [item.student for item in found.collected] == [LEARNER]
+    flood = [row for row in problems(settings) if "больше 3 папок" in row.problem]
+    assert len(flood) == 1 and OTHER in flood[0].problem
+    assert len(problems(settings)) == 3 + 1  # три прочитанные папки и строка об остальных

@@ -56,6 +56,10 @@ IGNORED = (".ipynb_checkpoints", "__pycache__", "feedback")
 #: единицы записей и одна-две папки; тысячи — попытка заставить сбор ходить вечно.
 MAX_DEPTH = 8
 MAX_ENTRIES = 1000
+#: Сколько папок в inbound читается от одного пользователя Unix: у честного учащегося — по
+#: несколько сдач каждой из шести лабораторных; сотни тысяч папок одного владельца — попытка
+#: остановить сбор всего класса (остальные не читаются, о них — одна строка problems.csv).
+MAX_FOLDERS_PER_OWNER = 300
 #: Начало столбца file строк problems.csv о сдачах в exchange: их пишет только make collect
 #: (каждый раз заново), и make grade их не стирает.
 FILE_PREFIX = "exchange/inbound/"
@@ -281,6 +285,8 @@ def scan(
     accounts = dict(accounts or {})
     attempts: list[Attempt] = []
     problems: list[Problem] = []
+    seen: dict[int, int] = {}  # папок в inbound от каждого владельца
+    teachers = teacher_uids()
     fd = os.open(inbound, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         for item in sorted(os.scandir(fd), key=lambda item: item.name):
@@ -290,6 +296,19 @@ def scan(
             student = match["student"] if match else "?"
             lab = match["lab"] if match and match["lab"] in labs else "?"
             info = item.stat(follow_symlinks=False)
+            seen[info.st_uid] = seen.get(info.st_uid, 0) + 1
+            if seen[info.st_uid] > MAX_FOLDERS_PER_OWNER and info.st_uid not in teachers:
+                if seen[info.st_uid] == MAX_FOLDERS_PER_OWNER + 1:
+                    problems.append(
+                        Problem(
+                            "?",
+                            "?",
+                            FILE_PREFIX + clean_name(_owner(info.st_uid)),
+                            f"у пользователя «{_owner(info.st_uid)}» в inbound больше "
+                            f"{MAX_FOLDERS_PER_OWNER} папок — остальные его папки не читались",
+                        )
+                    )
+                continue
             why = _refusal(info, match, lab, accounts)
             entries: list[Entry] = []
             notes: list[str] = []
