@@ -29,6 +29,7 @@ attempt?», а время сдачи берёт из имени папки, ко
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import pwd
 import re
@@ -41,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from feedback.formatting import plural
+from feedback.teacher import files
 from feedback.teacher.names import clean_name
 from feedback.teacher.roster import valid_id
 from feedback.teacher.settings import UPLOAD_LIMITS
@@ -136,7 +138,8 @@ def check_exchange(root: Path, course: str) -> None:
                 f"проверьте права корня exchange (chmod +t {root}) и выпустите лабораторные "
                 "заново (make hub-release)"
             )
-        if info.st_mode & stat.S_IWOTH and not (open_to_all and info.st_mode & stat.S_ISVTX):
+        writable = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid)
+        if writable and not (open_to_all and info.st_mode & stat.S_ISVTX):
             fix = "chmod +t" if open_to_all else "chmod o-w"
             raise UnsafeExchange(
                 f"в папку {folder} могут писать все (права {_mode(info)}): учащиеся переименуют "
@@ -251,7 +254,9 @@ def _opened_dir(name: str, parent: int, expected: os.stat_result) -> Iterator[in
 
 def _walk(fd: int, prefix: tuple[str, ...], found: list[Entry], problems: list[str]) -> None:
     """Записи папки сдачи без открытия файлов (``lstat`` от дескриптора), папки — вглубь."""
-    for item in sorted(os.scandir(fd), key=lambda item: item.name):
+    # Не больше MAX_ENTRIES записей читается вовсе: миллион пустых файлов не держит сбор.
+    listed = itertools.islice(os.scandir(fd), MAX_ENTRIES - len(found) + 1)
+    for item in sorted(listed, key=lambda item: item.name):
         name = item.name
         if name in IGNORED or name.endswith(".pyc"):
             continue
@@ -453,7 +458,7 @@ def _copy(inbound: Path, attempt: Attempt, target: Path, problems: list[Problem]
                         )
                         continue
                     total += len(data)
-                    (target / entry.path).write_bytes(data)
+                    files.write_bytes(target / entry.path, data)
                     copied.append(entry.path)
             finally:
                 for parts, fd in opened.items():
@@ -462,6 +467,20 @@ def _copy(inbound: Path, attempt: Attempt, target: Path, problems: list[Problem]
     finally:
         os.close(root)
     return copied
+
+
+def _recover(submitted: Path) -> None:
+    """Следы сбора, оборванного на полпути (kill -9, сбой питания): недособранная папка
+    ``.<лаб>.collecting-*`` — прочь, а прежняя собранная ``.<лаб>.old-*`` возвращается на
+    место, если новая так и не встала (иначе — прочь)."""
+    for leftover in sorted(submitted.glob("*/.*.collecting-*")):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in sorted(submitted.glob("*/.*.old-*")):
+        final = leftover.parent / leftover.name[1:].split(".old-")[0]
+        if final.exists():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.rename(final)
 
 
 def collect(
@@ -484,6 +503,7 @@ def collect(
     inbound = exchange / course / "inbound"
     if not inbound.is_dir():
         return result
+    _recover(submitted)
     attempts, result.problems = scan(inbound, labs, accounts)
     for (student, lab), attempt in sorted(latest(attempts).items()):
         final = submitted / student / lab
@@ -493,7 +513,7 @@ def collect(
         old = final.parent / f".{lab}.old-{secrets.token_hex(4)}"
         try:
             copied = _copy(inbound, attempt, fresh, result.problems)
-            (fresh / TIMESTAMP).write_text(attempt.time.strftime(TIME_FORMAT), encoding="utf-8")
+            files.write_text(fresh / TIMESTAMP, attempt.time.strftime(TIME_FORMAT))
             if final.exists():
                 final.rename(old)
             try:
