@@ -34,6 +34,10 @@ SLOW_FIXTURES = frozenset(
         "validated",
         "executed_student_notebook",
         "keras",
+        # Настоящие пользователи Unix (useradd) и кластеры Dask — не для быстрого прогона.
+        "class_hub",
+        "unix_users",
+        "tls_cluster",
         "keras_hub",
         "tiny_model",
         "load",

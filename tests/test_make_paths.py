@@ -46,7 +46,8 @@ def fake_venv(tmp_path: Path) -> tuple[Path, Path]:
 
 def _make(venv: Path, calls: Path, target: str, **variables: str) -> list[list[str]]:
     calls.unlink(missing_ok=True)
-    command = ["make", "--no-print-directory", "-s", target, f"VENV={venv}"]
+    # -o sandbox: настоящий рецепт песочницы (apt-get install bubblewrap) тест не запускает.
+    command = ["make", "-o", "sandbox", "--no-print-directory", "-s", target, f"VENV={venv}"]
     command += [f"{name}={value}" for name, value in variables.items()]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

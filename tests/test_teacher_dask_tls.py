@@ -145,6 +145,7 @@ def test_without_a_course_certificate_nobody_connects(tls_cluster, course_certs,
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_the_grader_does_not_send_works_to_a_scheduler_of_another_authority(course_certs, tmp_path):
     """Чужой планировщик на том же адресе не получит работ: его сертификат не от центра курса."""
     other = issue(tmp_path / "other").folder
@@ -227,6 +228,7 @@ def test_a_key_others_can_read_is_refused(tmp_path):
         cluster_for("tls://127.0.0.1:8786", settings_with(folder))
 
 
+@pytest.mark.slow
 def test_with_the_opt_in_the_grader_uses_a_plain_scheduler(tmp_path):
     with LocalCluster(
         n_workers=0,
@@ -236,6 +238,7 @@ def test_with_the_opt_in_the_grader_uses_a_plain_scheduler(tmp_path):
         dashboard_address="127.0.0.1:0",
     ) as plain:
         cluster = cluster_for(plain.scheduler_address, settings_with(tmp_path, allow_insecure=True))
+        assert cluster.address == plain.scheduler_address and cluster.security is None
         run_dask([], cluster, lambda result: None)  # подключился и ничего не упало
 
 

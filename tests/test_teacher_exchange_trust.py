@@ -41,7 +41,7 @@ def _notebook(answer: str) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def users() -> Iterator[dict[str, int]]:
+def unix_users() -> Iterator[dict[str, int]]:
     """Два настоящих пользователя Unix; созданные здесь по выходе удаляются."""
     created, uids = [], {}
     for name in (LEARNER, OTHER):
@@ -181,12 +181,16 @@ def test_a_submission_folder_that_is_a_link_is_refused(settings):
     assert "не папка сдачи" in row.problem
 
 
-def test_a_submission_in_another_learners_name_is_refused(settings, users, monkeypatch, capsys):
+def test_a_submission_in_another_learners_name_is_refused(
+    settings, unix_users, monkeypatch, capsys
+):
     """Папка «c7kirill+…», которую создал c7mallory (и с 2099 годом в имени), не собирается:
     собрана настоящая сдача c7kirill, а об отказе — русская строка и строка problems.csv."""
-    honest = submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 1", users[LEARNER])
-    forged = submit(settings, LEARNER, "2099-01-01 00:00:00.000000 UTC", "x = 0", users[OTHER])
-    own = submit(settings, OTHER, "2026-12-01 11:00:00.000000 UTC", "y = 2", users[OTHER])
+    honest = submit(
+        settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 1", unix_users[LEARNER]
+    )
+    forged = submit(settings, LEARNER, "2099-01-01 00:00:00.000000 UTC", "x = 0", unix_users[OTHER])
+    own = submit(settings, OTHER, "2026-12-01 11:00:00.000000 UTC", "y = 2", unix_users[OTHER])
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
     monkeypatch.delenv("COURSE7_EXCHANGE_DIR", raising=False)
 
@@ -207,15 +211,17 @@ def test_a_submission_in_another_learners_name_is_refused(settings, users, monke
     assert honest.exists() and own.exists()  # exchange не меняется
 
 
-def test_a_class_login_submits_only_under_its_own_roster_id(settings, users):
+def test_a_class_login_submits_only_under_its_own_roster_id(settings, unix_users):
     """Класс ``make hub``: логин записан с id из списка (``c7kirill`` → ``kirill``) — его сдача
     под этим id собрана, а под id соседа (даже совпадающим с другим логином) — отказ."""
     accounts = {LEARNER: "kirill", OTHER: "mallory"}
     (settings.work / hub.HUB).mkdir(parents=True)
     (settings.work / hub.HUB / hub.hub_users.ACCOUNTS).write_text(json.dumps(accounts))
-    submit(settings, "kirill", "2026-12-01 10:00:00.000000 UTC", "x = 1", users[LEARNER])
-    forged = submit(settings, "mallory", "2026-12-01 10:00:00.000000 UTC", "x = 0", users[LEARNER])
-    submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 2", users[LEARNER])
+    submit(settings, "kirill", "2026-12-01 10:00:00.000000 UTC", "x = 1", unix_users[LEARNER])
+    forged = submit(
+        settings, "mallory", "2026-12-01 10:00:00.000000 UTC", "x = 0", unix_users[LEARNER]
+    )
+    submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 2", unix_users[LEARNER])
 
     hub.collect(settings)
 
@@ -228,11 +234,11 @@ def test_a_class_login_submits_only_under_its_own_roster_id(settings, users):
     )
 
 
-def test_the_refusal_row_survives_make_grade_tables(settings, users):
+def test_the_refusal_row_survives_make_grade_tables(settings, unix_users):
     """Строку сбора не стирает слияние таблиц make grade, даже когда работу оценили."""
     from feedback.teacher.class_tables import ClassTables, write
 
-    submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 0", users[OTHER])
+    submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 0", unix_users[OTHER])
     hub.collect(settings)
     tables = ClassTables(problems=[Problem(LEARNER, LAB, "x.ipynb", "другое")])
     write(settings.work, tables)
@@ -290,12 +296,12 @@ def test_an_exchange_root_open_to_all_without_sticky_bit_is_refused(settings, mo
     assert stat.S_IMODE(settings.exchange.stat().st_mode) == mode  # сам курс права не меняет
 
 
-def test_a_replaced_course_folder_is_refused(settings, users, monkeypatch, capsys):
+def test_a_replaced_course_folder_is_refused(settings, unix_users, monkeypatch, capsys):
     """Учащаяся переименовала папку курса и положила свою: ни сбора, ни выпуска, код выхода 2."""
     course = settings.exchange / COURSE_ID
     course.rename(settings.exchange / "old")
     (course / "inbound").mkdir(parents=True)
-    os.chown(course, users[OTHER], users[OTHER])
+    os.chown(course, unix_users[OTHER], unix_users[OTHER])
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
     monkeypatch.delenv("COURSE7_EXCHANGE_DIR", raising=False)
     assert hub.main(["collect"]) == 2
@@ -370,7 +376,7 @@ def test_a_collect_without_the_rights_of_class_mode_says_what_to_run(settings, m
         hub.collect(settings)
 
 
-def test_a_flood_of_folders_from_one_user_is_cut_with_one_row(settings, users, monkeypatch):
+def test_a_flood_of_folders_from_one_user_is_cut_with_one_row(settings, unix_users, monkeypatch):
     """Тысячи папок одного учащегося не держат сбор: читаются первые, об остальных — одна
     строка problems.csv; сдача соседа собрана."""
     monkeypatch.setattr(exchange, "MAX_FOLDERS_PER_OWNER", 3)
@@ -378,8 +384,8 @@ def test_a_flood_of_folders_from_one_user_is_cut_with_one_row(settings, users, m
     for number in range(20):
         junk = inbound / f"junk{number:02d}"
         junk.mkdir()
-        os.chown(junk, users[OTHER], users[OTHER])
-    submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 1", users[LEARNER])
+        os.chown(junk, unix_users[OTHER], unix_users[OTHER])
+    submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 1", unix_users[LEARNER])
 
     found = hub.collect(settings)
 
@@ -387,3 +393,19 @@ def test_a_flood_of_folders_from_one_user_is_cut_with_one_row(settings, users, m
     flood = [row for row in problems(settings) if "больше 3 папок" in row.problem]
     assert len(flood) == 1 and OTHER in flood[0].problem
     assert len(problems(settings)) == 3 + 1  # три прочитанные папки и строка об остальных
+
+
+def test_a_collect_killed_halfway_is_recovered_by_the_next(settings):
+    """kill -9 между «прежнюю — в сторону» и «новую — на место»: следующий make collect
+    возвращает прежнюю собранную сдачу и убирает недособранную папку."""
+    submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC", "x = 1")
+    hub.collect(settings)
+    final = settings.submitted / "ivanov" / LAB
+    before = collected(settings, "ivanov")
+    final.rename(final.parent / f".{LAB}.old-dead")
+    (final.parent / f".{LAB}.collecting-dead").mkdir()
+
+    exchange._recover(settings.submitted)
+
+    assert collected(settings, "ivanov") == before
+    assert sorted(p.name for p in final.parent.iterdir()) == [LAB]

@@ -273,6 +273,7 @@ def test_jupyterhub_logs_in_with_pam_and_runs_each_server_as_its_user(class_hub)
 
 
 @needs_root
+@pytest.mark.slow
 def test_a_foreign_unix_user_with_the_same_name_is_never_taken(place):
     base, prefix = place
     subprocess.run(["useradd", "--no-create-home", f"{prefix}ivanov"], check=True)
