@@ -20,7 +20,15 @@ from feedback import measured
 from feedback.answers.accumulation import LAB_HYPERPARAMETERS, LR_LAB_7_5
 from feedback.generation.prompts import LENGTH_STEP
 from feedback.gpu import check as gpu_check
-from feedback.gpu.check_card import Card, Held, NoHolder, hold, plan_slots, pool_fraction
+from feedback.gpu.check_card import (
+    SLOT_OVERHEAD,
+    Card,
+    Held,
+    NoHolder,
+    hold,
+    plan_slots,
+    pool_fraction,
+)
 from feedback.gpu.check_experiments import (
     CONTEXT_RESERVE,
     LAB_7_3_POOL,
@@ -167,11 +175,12 @@ def test_the_lab_experiments_are_the_issue_s():
     assert by_name["b4_t4"].batch == 4  # оригинал курса: на грани T4 — проверка это решит
     # Обучение — в пуле той же доли T4, что задают тетрадки 7.5 и 7.6 (LAB_TRAINING_XLA).
     share = float(LAB_TRAINING_XLA["XLA_CLIENT_MEM_FRACTION"])
-    assert {e.budget_bytes for e in by_name.values() if e.kind == "train"} == {
-        int(share * 15_360 * 1024**2)
-    }
+    trains = {e.name: e.budget_bytes for e in by_name.values() if e.kind == "train"}
+    assert trains.pop("b4_free") > 32 * 1024**3 - 1024**3  # задание 2 7.6: карта на 32 ГБ
+    assert set(trains.values()) == {int(share * 15_360 * 1024**2)}
     assert {by_name["gen_1b"].config, by_name["gen_4b"].config} == {"1b", "4b"}
-    loads = [e for e in by_name.values() if e.kind == "load"]
+    assert by_name["w16_t4"].kind == "load" and by_name["w16_t4"].dtype == "bfloat16"
+    loads = [e for e in by_name.values() if e.kind == "load" and e.name != "w16_t4"]
     assert all(e.dtype == "float32" and e.config == "4b" for e in loads)
     # Распределители при одном бюджете 7.3: пул BFC заранее, пул без предвыделения (как в
     # тетрадке, LAB_WALL_XLA), BFC по мере надобности и platform при занятой остальной карте.
@@ -187,6 +196,40 @@ def test_the_lab_experiments_are_the_issue_s():
     assert all(e.timeout_s <= 90 for e in loads)
     assert [e.name for e in tiny_experiments()] == list(by_name)
     assert {e.config for e in tiny_experiments()} == {"tiny"}
+
+
+def test_pools_of_different_sizes_share_the_card_by_memory(tmp_path):
+    """Пул карты 32 ГБ занимает место нескольких T4: опыты ждут места, а не только слота."""
+    experiments = [
+        fake("big", peak_gib=1, sleep=0.6, budget_bytes=100 * 1024**3),
+        *(fake(f"t4_{n}", peak_gib=1, sleep=0.4) for n in range(4)),
+    ]
+    runner = Runner(tmp_path, H200, RecordingHolder())
+    outcomes = runner.run(experiments)
+    assert {o.status for o in outcomes} == {"fits"}
+
+    def running_at(moment):
+        return [o for o in outcomes if o.started <= moment < o.ended]
+
+    peak = max(
+        sum(o.experiment.budget_bytes + SLOT_OVERHEAD for o in running_at(o.started))
+        for o in outcomes
+    )
+    assert peak <= H200.free_bytes  # сразу идёт столько пулов, сколько помещается, не больше
+    big = next(o for o in outcomes if o.experiment.name == "big")
+    # И не по одному: T4 идут рядом с большим пулом, пока есть место.
+    assert any(o is not big and o.started < big.ended and o.ended > big.started for o in outcomes)
+
+
+def test_every_row_the_labs_read_is_an_experiment_of_the_check():
+    """Новая запись make gpu-check годится лабораторным: в ней есть каждая строка, которую они
+    читают (иначе 7.5 и 7.6 упали бы с KeyError, стоит перейти на новую запись)."""
+    from feedback import accumulation, precision
+
+    read = {precision.STEP_ROW, precision.WEIGHTS_ROW, "b1_t4", "b2_t4", "w16_t4"}
+    read |= set(accumulation.MEASURED_BATCH_ROWS.values())
+    assert read <= {experiment.name for experiment in lab_experiments()}
+    assert read <= {row.name for row in measured.load_record().rows}
 
 
 @pytest.mark.parametrize("prompt", [1, 10, 16, 17, 40])

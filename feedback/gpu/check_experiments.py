@@ -25,6 +25,7 @@ from pathlib import Path
 
 from feedback.formatting import plural
 from feedback.gpu.tiny_gemma import BACKBONE_CONFIG
+from feedback.gpu.xla_memory import T4_TOTAL_BYTES
 from feedback.settings import LAB_TRAINING_XLA, LAB_WALL_XLA, default_keras_backend
 
 MIB = 1024**2
@@ -69,15 +70,18 @@ CONFIGS = {
     },
 }
 
-#: Память T4, которую получает модель: 15 360 МиБ с ECC минус ≈ 300 МиБ контекста CUDA —
-#: столько же, сколько пул записи 2026-12-04 (bytes_limit 15 724 445 696 байт).
+#: Память T4, которую получает модель: 15 360 МиБ с ECC минус ≈ 300 МиБ контекста CUDA.
+#: Запись 2026-12-04 задавала пул долей 0,10475 карты H200 (≈ 15 060 МиБ); JAX сообщил
+#: bytes_limit 15 724 445 696 байт (≈ 14 996 МиБ).
 T4_USABLE = 15_060 * MIB
-#: Вся память T4 с ECC, как её видит CUDA.
-T4_TOTAL = 15_360 * MIB
+#: Вся память T4 с ECC, как её видит CUDA (одно число на пакет — xla_memory).
+T4_TOTAL = T4_TOTAL_BYTES
 #: Пул лабораторной 7.3: её доля (LAB_WALL_XLA, 0,9) от 15 360 МиБ T4 — 13 824 МиБ.
 LAB_7_3_POOL = int(float(LAB_WALL_XLA["XLA_CLIENT_MEM_FRACTION"]) * T4_TOTAL)
 #: Пул обучения 7.5 и 7.6: их доля (LAB_TRAINING_XLA, 0,95) от T4 — 14 592 МиБ (14,25 ГиБ).
 LAB_TRAINING_POOL = int(float(LAB_TRAINING_XLA["XLA_CLIENT_MEM_FRACTION"]) * T4_TOTAL)
+#: Карта на 32 ГБ задания 2 лабораторной 7.6 (без ECC, за вычетом контекста CUDA).
+CARD_32GB = 32 * 1024 * MIB - 300 * MIB
 #: Контекст CUDA самого опыта: держатель оставляет бюджет плюс столько (≈ 0,3 ГиБ на T4).
 CONTEXT_RESERVE = 300 * MIB
 
@@ -196,6 +200,13 @@ def lab_experiments() -> tuple[Experiment, ...]:
             **load,
         ),
         Experiment(
+            name="w16_t4",
+            title="7.5: только веса в bfloat16",
+            budget_bytes=LAB_TRAINING_POOL,
+            preallocate=False,
+            **{**load, "dtype": "bfloat16", "lab": "7.5"},
+        ),
+        Experiment(
             name="b1_t4",
             lab="7.5",
             title="7.5: bf16 + LoRA, батч 1",
@@ -209,6 +220,22 @@ def lab_experiments() -> tuple[Experiment, ...]:
             title="7.6: батч 8",
             budget_bytes=LAB_TRAINING_POOL,
             batch=8,
+            **train,
+        ),
+        Experiment(
+            name="b2_t4",
+            lab="7.6",
+            title="7.6: батч 2 (прирост памяти на пример)",
+            budget_bytes=LAB_TRAINING_POOL,
+            batch=2,
+            **train,
+        ),
+        Experiment(
+            name="b4_free",
+            lab="7.6",
+            title="7.6: батч 4 на карте 32 ГБ (задание 2)",
+            budget_bytes=CARD_32GB,
+            batch=4,
             **train,
         ),
         Experiment(

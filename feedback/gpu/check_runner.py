@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedback.formatting import plural
-from feedback.gpu.check_card import Card, Held, plan_slots, pool_fraction
+from feedback.gpu.check_card import SLOT_OVERHEAD, Card, Held, plan_slots, pool_fraction
 from feedback.gpu.check_experiments import (
     CONTEXT_RESERVE,
     STAGE_PREFIX,
@@ -164,7 +164,17 @@ class Runner:
         if self.card is None:
             return 1
         pools = [e.budget_bytes for e in experiments if e.emulation == "pool"]
-        return plan_slots(self.card, max(pools)) if pools else 1
+        return plan_slots(self.card, min(pools)) if pools else 1
+
+    def capacity(self) -> int | None:
+        """Сколько памяти карты делят опыты с пулом, идущие сразу (``None`` — не считать).
+
+        Пулы разные (T4, карта 32 ГБ), поэтому кроме числа слотов опыт ждёт и места: новый
+        запускается, только если его пул с запасом помещается рядом с идущими.
+        """
+        if self.slots is not None or self.card is None:
+            return None
+        return self.card.free_bytes - SLOT_OVERHEAD
 
     def run(self, experiments: Sequence[Experiment]) -> list[Outcome]:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -174,7 +184,8 @@ class Runner:
         pooled = sorted(
             (e for e in experiments if e.emulation == "pool"), key=lambda e: -e.timeout_s
         )
-        for outcome in self._run_together(pooled, self.slots_for(experiments), None):
+        slots = self.slots_for(experiments)
+        for outcome in self._run_together(pooled, slots, None, self.capacity()):
             outcomes[outcome.experiment.name] = outcome
         for experiment in (e for e in experiments if e.emulation == "held"):
             outcomes[experiment.name] = self._run_held(experiment)
@@ -197,22 +208,35 @@ class Runner:
             return outcome
 
     def _run_together(
-        self, experiments: Sequence[Experiment], slots: int, held: Held | None
+        self,
+        experiments: Sequence[Experiment],
+        slots: int,
+        held: Held | None,
+        capacity: int | None = None,
     ) -> list[Outcome]:
         pending = list(experiments)
         running: list[_Running] = []
         done: dict[str, Outcome] = {}
         try:
-            self._loop(pending, running, done, slots, held)
+            self._loop(pending, running, done, slots, held, capacity)
         finally:  # прервали проверку (Ctrl+C) — процессы опытов не остаются на карте
             for item in running:
                 _stop(item.process)
         return [done[e.name] for e in experiments]
 
-    def _loop(self, pending, running, done, slots: int, held: Held | None) -> None:
+    def _loop(
+        self, pending, running, done, slots: int, held: Held | None, capacity: int | None = None
+    ) -> None:
+        def fits(experiment: Experiment) -> bool:
+            if capacity is None or not running:
+                return True
+            used = sum(item.experiment.budget_bytes + SLOT_OVERHEAD for item in running)
+            return used + experiment.budget_bytes + SLOT_OVERHEAD <= capacity
+
         while pending or running:
-            while pending and len(running) < slots:
-                experiment = pending.pop(0)
+            while len(running) < slots and (ready := [e for e in pending if fits(e)]):
+                experiment = ready[0]
+                pending.remove(experiment)
                 launched = self._launch(experiment, held)
                 if isinstance(launched, Outcome):
                     done[experiment.name] = launched
