@@ -472,11 +472,13 @@ def grade_small_class(
 STYLER_ID = re.compile(rb"T_[0-9a-f]{5}")
 #: Раздел сводки «Самые долгие работы» — секунды, как timings.csv: от запуска к запуску разные.
 SLOWEST = re.compile(rb'<section id="slowest">.*?</section>', re.DOTALL)
+#: «Состояние на …» — минута, когда страница записана: запуски в разные минуты дают разное.
+AS_OF = re.compile(rb'<p class="as-of">[^<]*?\): ')
 
 
 def _stable(page: bytes) -> bytes:
     """Страница без того, что зависит от скорости машины, а не от оценивания."""
-    return SLOWEST.sub(b"", STYLER_ID.sub(b"T_", page))
+    return AS_OF.sub(b"", SLOWEST.sub(b"", STYLER_ID.sub(b"T_", page)))
 
 
 def verdicts(notebook: bytes) -> list:
