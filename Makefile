@@ -81,7 +81,7 @@ lint: $(STAMP)
 browser:
 	@bash .ci/install-browser
 
-# bubblewrap из Debian: песочница оценивания (feedback/teacher/sandbox.py) и её тесты.
+# bubblewrap из Debian: песочница оценивания (feedback/teacher/unit/sandbox.py) и её тесты.
 sandbox:
 	@bash .ci/install-sandbox
 
@@ -94,11 +94,11 @@ sandbox:
 # тесты, задаёт tests/conftest.py (сначала оценивание класса, потом большие группы), поэтому
 # xdist свою сортировку не применяет (--no-loadscope-reorder).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
-# Настройки кэша JAX — те же, что у ядер оценивания (feedback/teacher/caches.py); «=», а не
+# Настройки кэша JAX — те же, что у ядер оценивания (feedback/teacher/unit/caches.py); «=», а не
 # «:=»: читаются, когда окружение уже установлено.
 TEST_CACHES = COURSE7_CACHE_DIR=$(CURDIR)/.course-work/cache \
 	JAX_COMPILATION_CACHE_DIR=$(CURDIR)/.course-work/jax-cache \
-	$(shell $(BIN)/python -m feedback.teacher.caches)
+	$(shell $(BIN)/python -m feedback.teacher.unit.caches)
 
 unit: $(STAMP) browser sandbox hub-proxy
 	$(TEST_CACHES) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
@@ -130,7 +130,7 @@ nbval-cpu: $(STAMP)
 		-p nbval_kernels -n 2 --dist loadfile --nbval-lax --nbval-current-env $(CPU_LABS)
 
 notebooks: $(STAMP)
-	$(BIN)/python -m feedback.teacher.release
+	$(BIN)/python -m feedback.teacher.course.release
 
 release: notebooks
 
@@ -149,7 +149,7 @@ export SUBMISSIONS ROSTER WORKSHEET LAB DEST JOBS SCHEDULER HUB_PORT HUB_IP TEAC
 # make grade ROSTER=students.csv — он копируется в .course-work/students.csv, и дальше берётся
 # оттуда сам (docs/teaching.md).
 grade: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.grade $${JOBS:+--jobs="$$JOBS"} \
+	$(BIN)/python -m feedback.teacher.grading.grade $${JOBS:+--jobs="$$JOBS"} \
 		$${SCHEDULER:+--scheduler="$$SCHEDULER"} $${ROSTER:+--roster="$$ROSTER"} \
 		$${SUBMISSIONS:+-- "$$SUBMISSIONS"}
 
@@ -157,22 +157,22 @@ grade: $(STAMP) sandbox
 # и рабочим, client — make grade; печатает команды dask scheduler и dask worker. REPLACE=1 — выпустить
 # заново (прежние перестанут подходить).
 dask-certs: $(STAMP)
-	$(BIN)/python -m feedback.teacher.dask_tls certs $(if $(filter 1,$(REPLACE)),--replace)
+	$(BIN)/python -m feedback.teacher.unit.dask_tls certs $(if $(filter 1,$(REPLACE)),--replace)
 
 # Секунды на работу при JOBS=1 и 2, ускорение, постоянная часть и время групп тестов.
 bench: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.bench
+	$(BIN)/python -m feedback.teacher.course.bench
 
 # Ручная проверка: JupyterLab из .venv в папке курса (её nbgrader_config.py) с formgrader nbgrader;
-# браузер открывается сразу на formgrader, адрес с токеном печатается (feedback/teacher/formgrader.py).
+# браузер открывается сразу на formgrader, адрес с токеном печатается (feedback/teacher/hub/formgrader.py).
 formgrader: $(STAMP)
-	$(BIN)/python -m feedback.teacher.formgrader
+	$(BIN)/python -m feedback.teacher.hub.formgrader
 
 # Отчёты для учащихся заново — после ручной проверки в formgrader (ничего не выполняет); курс
 # на JupyterHub — ещё и выдача готовых отчётов через exchange (nbgrader release_feedback).
 feedback: $(STAMP)
-	$(BIN)/python -m feedback.teacher.reports
-	$(BIN)/python -m feedback.teacher.hub feedback
+	$(BIN)/python -m feedback.teacher.pages.reports
+	$(BIN)/python -m feedback.teacher.hub.server feedback
 
 # Курс на JupyterHub (docs/teaching.md, «Курс на JupyterHub»): make hub ROSTER=students.csv
 # [HUB_PORT=8000 HUB_IP=0.0.0.0 TEACHER=teacher] запускает его на этой машине и печатает адрес и
@@ -183,7 +183,7 @@ HUB_PROXY := $(HUB_PROXY_DIR)/node_modules/.bin/configurable-http-proxy
 # Node.js — не старше engines.node в hub/package.json (проверка — стандартной библиотекой, до
 # npm: иначе npm ставил молча, а прокси падал уже при запуске хаба); --engine-strict — то же
 # для каждого пакета из hub/package-lock.json.
-NODE_CHECK = $(PYTHON) feedback/teacher/node_version.py hub/package.json
+NODE_CHECK = $(PYTHON) feedback/teacher/hub/node_version.py hub/package.json
 $(HUB_PROXY): hub/package.json hub/package-lock.json
 	@$(NODE_CHECK)
 	@mkdir -p $(HUB_PROXY_DIR)
@@ -195,38 +195,38 @@ hub-proxy: $(HUB_PROXY)
 
 hub: $(STAMP) $(HUB_PROXY)
 	@$(NODE_CHECK)
-	$(BIN)/python -m feedback.teacher.hub start $${ROSTER:+--roster="$$ROSTER"} \
+	$(BIN)/python -m feedback.teacher.hub.server start $${ROSTER:+--roster="$$ROSTER"} \
 		$${HUB_PORT:+--port="$$HUB_PORT"} $${HUB_IP:+--ip="$$HUB_IP"} \
 		$${TEACHER:+--teacher="$$TEACHER"} $${HUB_MODE:+--mode="$$HUB_MODE"} \
 		$${HUB_PREFIX:+--prefix="$$HUB_PREFIX"}
 
 hub-stop: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub stop
+	$(BIN)/python -m feedback.teacher.hub.server stop
 
 hub-release: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub release $${LAB:+-- "$$LAB"}
+	$(BIN)/python -m feedback.teacher.hub.server release $${LAB:+-- "$$LAB"}
 
 collect: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub collect
+	$(BIN)/python -m feedback.teacher.hub.server collect
 
 # Таблицы оценок из базы и сводка summary.html заново — после ручной проверки в formgrader (то же
 # делают make feedback и make export).
 summary: $(STAMP)
-	$(BIN)/python -m feedback.teacher.analytics
+	$(BIN)/python -m feedback.teacher.pages.analytics
 
 # Оценки для Moodle: .course-work/export/moodle_grades.csv («Импорт оценок → CSV-файл»), отчёты —
 # export/<лаб>_feedback_files.zip («Загрузить несколько файлов с отзывами в ZIP»); с
 # ведомостью задания — её заполненная копия: make export WORKSHEET=ведомость.csv LAB=7.2
 export: $(STAMP)
-	$(BIN)/python -m feedback.teacher.export $${WORKSHEET:+--worksheet="$$WORKSHEET"} \
+	$(BIN)/python -m feedback.teacher.lms.export $${WORKSHEET:+--worksheet="$$WORKSHEET"} \
 		$${LAB:+--lab="$$LAB"}
 
 # Публичная копия для учащихся без solutions/ и тестов: make public DEST=../course7-public
 public: $(STAMP)
-	$(BIN)/python -m feedback.teacher.public $${DEST:+-- "$$DEST"}
+	$(BIN)/python -m feedback.teacher.course.public $${DEST:+-- "$$DEST"}
 
 check-notebooks: $(STAMP)
-	$(BIN)/python -m feedback.teacher.release --check
+	$(BIN)/python -m feedback.teacher.course.release --check
 
 # Опыты лабораторных с памятью (7.3 float32, 7.5 батч 1, 7.6 батч 8 и 1 × 8, 7.1 генерация) на
 # настоящей архитектуре Gemma 3 со случайными весами, каждый в своём процессе с памятью T4 и сроком;

@@ -3,7 +3,7 @@
 solutions/ — исходные тетрадки с решениями и тестами, notebooks/ — выпуск для
 учащихся. Рабочие папки nbgrader (база оценок, submitted/, autograded/, отчёты)
 лежат в одной игнорируемой папке: .course-work/ или COURSE7_GRADING_DIR. Все пути —
-из настроек оценивания (feedback/teacher/settings.py), переменные — из реестра
+из настроек оценивания (feedback/teacher/core/settings.py), переменные — из реестра
 feedback/settings.py.
 """
 
@@ -16,15 +16,15 @@ from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import ClearSolutions
 
 from feedback.settings import STRICT, TINY
-from feedback.teacher.assemble import SKIP_TAG
-from feedback.teacher.preprocessors import (
+from feedback.teacher.core.settings import Settings
+from feedback.teacher.notebook.assemble import SKIP_TAG
+from feedback.teacher.pages.preprocessors import (
     CourseClearSolutions,
     RefuseAutograde,
     ReportCleanup,
     ReportGrades,
 )
-from feedback.teacher.reports import ReportExporter, template_settings
-from feedback.teacher.settings import Settings
+from feedback.teacher.pages.reports import ReportExporter, template_settings
 
 SETTINGS = Settings.from_env(root=Path(__file__).resolve().parent)
 
@@ -39,7 +39,7 @@ c.GenerateAssignment.preprocessors = [
     for preprocessor in GenerateAssignment.class_traits()["preprocessors"].default()
 ]
 
-# Работы оценивает make grade (feedback.teacher.grade): каждую в своей песочнице, а вердикты
+# Работы оценивает make grade (feedback.teacher.grading.grade): каждую в своей песочнице, а вердикты
 # выносит вне неё. Встроенный nbgrader autograde выполнил бы код учащихся без изоляции.
 c.Autograde.sanitize_preprocessors = [RefuseAutograde]
 

@@ -7,7 +7,7 @@
 появился код хоть одного учащегося*, и дальше только порождает копии себя.
 
 Изоляцию каждой работы по-прежнему строит bubblewrap: для работы запускается её собственная
-песочница (:mod:`feedback.teacher.warm`), а копия заготовки входит в её пространства имён
+песочница (:mod:`feedback.teacher.unit.warm`), а копия заготовки входит в её пространства имён
 (пользователи, файлы, процессы, сеть, IPC, имя машины, cgroup — ``setns``), теряет все
 возможности (capabilities) и только после этого становится ядром Jupyter. Поэтому копия видит
 ровно то же, что видело бы ядро, запущенное в этой песочнице заново: свою папку работы, систему
@@ -126,7 +126,7 @@ class Request:
 
     home: str  # папка работы: рабочая папка ядра
     connection_file: str  # файл подключения Jupyter (в папке сокетов работы)
-    env: dict[str, str]  # окружение ядра целиком (feedback.teacher.sandbox.kernel_env)
+    env: dict[str, str]  # окружение ядра целиком (feedback.teacher.unit.sandbox.kernel_env)
     rlimits: dict[str, int] = field(default_factory=dict)  # RLIMIT_* → предел
     cpus: list[int] = field(default_factory=list)
 

@@ -1,4 +1,4 @@
-"""Настройки JupyterHub курса для make hub: всё — в feedback/teacher/hub.py (configure).
+"""Настройки JupyterHub курса для make hub: всё — в feedback/teacher/hub/server.py (configure).
 
 make hub готовит рабочую папку (.course-work/hub/ или COURSE7_GRADING_DIR/hub/: учётные записи
 из students.csv, пароли, настройки серверов, порты — hub.json) и запускает
@@ -7,7 +7,7 @@ make hub готовит рабочую папку (.course-work/hub/ или COUR
 JupyterHub».
 """
 
-from feedback.teacher.hub import HUB, configure
-from feedback.teacher.settings import Settings
+from feedback.teacher.core.settings import Settings
+from feedback.teacher.hub.server import HUB, configure
 
 configure(get_config(), Settings.from_env().work / HUB)  # noqa: F821

@@ -178,7 +178,7 @@ def fixture_times_file(config) -> Path | None:
     """Файл времени фикстур этого процесса рядом с отчётом JUnit (``--junitxml``), если он есть.
 
     ``.course-work/test-times.xml`` → ``.course-work/test-times.fixtures-gw0.json``: его читает
-    :func:`feedback.teacher.bench.group_times`.
+    :func:`feedback.teacher.course.bench.group_times`.
     """
     xmlpath = getattr(config.option, "xmlpath", None)
     if not xmlpath:
@@ -277,7 +277,7 @@ def lenient_checks(monkeypatch):
 
 def tree_hash(folder: Path) -> str:
     """Хэш всех файлов папки (имена и содержимое), кроме кэшей Python."""
-    from feedback.teacher.grade import tree_digest
+    from feedback.teacher.grading.grade import tree_digest
 
     return tree_digest(folder).hex()
 
@@ -319,7 +319,7 @@ def _grade_class(work: Path, folder: Path) -> dict:
     """Оценивает класс из tests/corpus.py и возвращает то, что видно только во время запуска."""
     from corpus import TEACHER_MARKER, class_settings, class_works, use_class_secret
 
-    from feedback.teacher import grade
+    from feedback.teacher.grading import grade
 
     work.mkdir(parents=True)
     folder.mkdir(parents=True)
@@ -397,8 +397,8 @@ def fresh_work(tmp_path_factory):
     преподавателя. Первый запуск в пустой папке проходит класс (фикстура ``graded_class``).
     Эталоны курса — не код учащихся: без bubblewrap заготовка прогревается и без песочницы.
     """
-    from feedback.teacher import grade
-    from feedback.teacher.settings import Settings
+    from feedback.teacher.core.settings import Settings
+    from feedback.teacher.grading import grade
 
     shared = _shared_temp(tmp_path_factory)
     template = shared / "registered-work"

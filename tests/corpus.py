@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from feedback.teacher.settings import GIB as BYTES_PER_GIB
-from feedback.teacher.settings import Limits, Settings
+from feedback.teacher.core.settings import GIB as BYTES_PER_GIB
+from feedback.teacher.core.settings import Limits, Settings
 
 from submissions import cell_by_id, student_notebook, submission
 
@@ -45,7 +45,7 @@ def class_settings(work: Path, **changes) -> Settings:
     """Настройки, с которыми оценивается класс: короткие бюджеты CPU-лабораторных.
 
     Зависшие работы не должны тянуть время тестов. ``changes`` — другие поля
-    :class:`~feedback.teacher.settings.Settings` (например, ядра без заготовок).
+    :class:`~feedback.teacher.core.settings.Settings` (например, ядра без заготовок).
     """
     memory = int(1.5 * BYTES_PER_GIB)
     short = Limits(notebook_seconds=60, cell_seconds=8, memory_bytes=memory, call_seconds=2)

@@ -11,7 +11,7 @@ tests/test_hostile_pages.py). Работа со скриптами в ответ
 Ручная проверка — тоже в браузере, но над копией папки оценивания (общий класс остаётся без
 ручных оценок: это проверяет tests/test_grading.py): баллы и комментарий к письменному ответу
 ставятся в formgrader, переживают перезагрузку страницы и после ``make feedback``
-(:func:`feedback.teacher.reports.rewrite_all`) оказываются в отчёте учащегося, а критерии
+(:func:`feedback.teacher.pages.reports.rewrite_all`) оказываются в отчёте учащегося, а критерии
 оценки видны только в formgrader.
 
 Повторная сдача проходит весь путь преподавателя на своей рабочей папке: архив Moodle →
@@ -118,7 +118,7 @@ def test_report_template_is_for_reports_only(graded_class, tmp_path, monkeypatch
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import PyFileConfigLoader
 
-    from feedback.teacher.reports import ReportExporter
+    from feedback.teacher.pages.reports import ReportExporter
 
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(graded_class.work))
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
@@ -241,7 +241,7 @@ def test_manual_grading_in_formgrader_reaches_the_report(grading_copy, tmp_path)
     chromium = chromium_or_skip("ручная проверка в formgrader")
     from playwright.sync_api import expect
 
-    from feedback.teacher.reports import rewrite_all
+    from feedback.teacher.pages.reports import rewrite_all
 
     started = time.monotonic()
     with formgrader_server(ROOT, tmp_path / "server", grading_copy) as server:
@@ -356,8 +356,10 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
     балл. У Петровой ответ тот же — её оценка и комментарий остаются."""
     chromium = chromium_or_skip("ручная проверка и повторная сдача")
 
-    from feedback.teacher import export, gradebook, ledger, reports
-    from feedback.teacher import grade as grading
+    from feedback.teacher.grading import grade as grading
+    from feedback.teacher.lms import export
+    from feedback.teacher.pages import reports
+    from feedback.teacher.records import gradebook, ledger
 
     started = time.monotonic()
     work = fresh_work(tmp_path / "work")

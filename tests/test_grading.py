@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from corpus import LAB2, LAB4
 
-from feedback.teacher import grade as grading
+from feedback.teacher.grading import grade as grading
 
 from notebook_runner import ROOT
 from submissions import read_csv, student_notebook, submission, write_submission
@@ -67,7 +67,8 @@ def test_a_hanging_function_costs_the_teachers_call_budget_not_more(graded_class
 
 
 def test_every_executed_work_got_its_kernel_from_a_template(graded_class):
-    """Под bubblewrap ядра класса — копии заготовок (feedback.teacher.warm), ни одно — с нуля."""
+    """Под bubblewrap ядра класса — копии заготовок (feedback.teacher.unit.warm), ни одно — с
+    нуля."""
     kernels = {
         (r["student_id"], r["lab"]): r["kernel"]
         for r in read_csv(graded_class.work / "timings.csv")
@@ -282,7 +283,7 @@ def test_a_windows_zip_without_the_utf8_flag_is_graded_by_name(
     Следующий архив (Info-ZIP, UTF-8 без флага), где оценить нечего: код выхода 1 и ясная
     строка, а не «завершено».
     """
-    from feedback.teacher import export
+    from feedback.teacher.lms import export
 
     work = fresh_work(tmp_path / "work")
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
@@ -341,7 +342,7 @@ def test_a_windows_zip_without_the_utf8_flag_is_graded_by_name(
 def test_teacher_budgets_come_from_the_environment():
     from nbformat.v4 import new_notebook
 
-    from feedback.teacher.settings import Settings
+    from feedback.teacher.core.settings import Settings
 
     env = {"COURSE7_CALL_TIMEOUT": "3", "COURSE7_CELL_TIMEOUT": "30", "COURSE7_MEMORY_LIMIT": "2G"}
     limits = Settings.from_env(env).limits_for(new_notebook())
@@ -352,8 +353,8 @@ def test_teacher_budgets_come_from_the_environment():
 def test_setup_errors_exit_with_code_2(tmp_path, monkeypatch, fresh_work):
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(fresh_work(tmp_path / "work")))
     assert grading.main([str(tmp_path / "нет такой папки")]) == 2
-    monkeypatch.setattr("feedback.teacher.sandbox.shutil.which", lambda name: None)
-    monkeypatch.setattr("feedback.teacher.sandbox.sys.platform", "linux")
+    monkeypatch.setattr("feedback.teacher.unit.sandbox.shutil.which", lambda name: None)
+    monkeypatch.setattr("feedback.teacher.unit.sandbox.sys.platform", "linux")
     (tmp_path / "empty").mkdir()
     assert grading.main([str(tmp_path / "empty")]) == 2
 
@@ -399,7 +400,7 @@ def has_autograded_tests(lab: str) -> bool:
 
 
 def is_gpu_source(lab: str) -> bool:
-    from feedback.teacher.settings import is_gpu_lab
+    from feedback.teacher.core.settings import is_gpu_lab
 
     path = ROOT / "solutions" / lab / f"{lab}.ipynb"
     return is_gpu_lab(json.loads(path.read_text(encoding="utf-8")))
@@ -502,7 +503,7 @@ def test_jobs_and_dask_do_not_change_scores_reports_or_tables(
 ):
     from distributed import LocalCluster
 
-    from feedback.teacher.dask_tls import issue, node_security
+    from feedback.teacher.unit.dask_tls import issue, node_security
 
     folder = tmp_path / "class"
     one = grade_small_class(tmp_path / "jobs1", folder, monkeypatch, fresh_work, jobs=1)

@@ -65,8 +65,8 @@ def test_what_one_work_patches_in_keras_stays_in_that_work(tmp_path, sandbox, fr
 
     from corpus import with_cell
 
-    from feedback.teacher import grade
-    from feedback.teacher.settings import Settings
+    from feedback.teacher.core.settings import Settings
+    from feedback.teacher.grading import grade
 
     from submissions import read_csv, submission, write_submission
 
@@ -115,8 +115,8 @@ def test_fresh_kernels_grade_every_gpu_work_as_templates_do(
     """
     from corpus import class_settings, use_class_secret
 
-    from feedback.teacher import grade
-    from feedback.teacher.settings import is_gpu_lab
+    from feedback.teacher.core.settings import is_gpu_lab
+    from feedback.teacher.grading import grade
 
     from submissions import student_notebook
 

@@ -1,6 +1,7 @@
 """Семестр через JupyterHub курса, как его проходят люди, — в настоящем JupyterHub и Chromium.
 
-``make hub`` (:mod:`feedback.teacher.hub`) поднимает JupyterHub с configurable-http-proxy из npm
+``make hub`` (:mod:`feedback.teacher.hub.server`) поднимает JupyterHub с configurable-http-proxy из
+npm
 (его ставит ``make hub-proxy``: тест ничего не скачивает). Преподаватель выпускает 7.2 в
 exchange (``make hub-release``) и видит её в formgrader «released»; двое учащихся входят,
 берут её во вкладке Assignments, правят ответ в JupyterLab, сохраняют и сдают. Преподаватель
@@ -34,8 +35,12 @@ from corpus import CORRECT, FORWARD, LAB2, lab2
 from nbgrader.utils import parse_utc
 
 from feedback.settings import REQUIRE_BROWSER
-from feedback.teacher import export, grade, gradebook, hub, ledger, reports
-from feedback.teacher.settings import COURSE_ID, GIB, Limits, Settings
+from feedback.teacher.core.settings import COURSE_ID, GIB, Limits, Settings
+from feedback.teacher.grading import grade
+from feedback.teacher.hub import server as hub
+from feedback.teacher.lms import export
+from feedback.teacher.pages import reports
+from feedback.teacher.records import gradebook, ledger
 
 from browser_support import (
     CHROMIUM_FLAGS,

@@ -1,6 +1,6 @@
 """Класс на одном сервере (``make hub`` от root): двое учащихся в настоящем JupyterHub и Chromium.
 
-Режим класса (feedback/teacher/hub_users.py) заводит каждому учащемуся своего пользователя
+Режим класса (feedback/teacher/hub/accounts.py) заводит каждому учащемуся своего пользователя
 Unix с приставкой этого прогона и своим паролем. Иванов не входит с паролем Петровой, входит
 со своим, открывает в своём JupyterLab тетрадку и выполняет ячейку, которая пытается прочесть
 чужое: тетрадку из домашней папки Петровой, решения курса, список паролей, базу JupyterHub и
@@ -38,8 +38,9 @@ from pathlib import Path
 import pytest
 
 from feedback.settings import REQUIRE_BROWSER
-from feedback.teacher import hub, hub_users
-from feedback.teacher.settings import ROOT, Settings
+from feedback.teacher.core.settings import ROOT, Settings
+from feedback.teacher.hub import accounts as hub_users
+from feedback.teacher.hub import server as hub
 
 from browser_support import (
     CHROMIUM_FLAGS,

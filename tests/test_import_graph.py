@@ -1,7 +1,7 @@
 """Граф импортов пакета feedback: без циклов и только вниз по слоям.
 
 Граф строится по исходникам (:mod:`ast`), а не импортом: рёбра — и импорты модуля, и
-импорты внутри функций (``from feedback.teacher.grade import work_dir`` в ``main()`` —
+импорты внутри функций (``from feedback.teacher.grading.grade import work_dir`` в ``main()`` —
 тоже ребро). Цикл значит, что два модуля знают друг о друге: общую часть надо вынести в
 модуль, который импортируют оба.
 
@@ -32,6 +32,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "feedback"
 
+#: Комнаты программы преподавателя снизу вверх: комната импортирует только комнаты ниже себя.
+#: Основа (настройки, рабочая папка, список лабораторных, таблицы) → тетрадки nbgrader вообще →
+#: обзор кода → курс (выпуск) → приём работ → единица оценивания → записи семестра →
+#: страницы → LMS → сервер курса → запуск оценивания целиком.
+TEACHER_ROOMS: tuple[str, ...] = (
+    "core",
+    "notebook",
+    "review",
+    "course",
+    "intake",
+    "unit",
+    "records",
+    "pages",
+    "lms",
+    "hub",
+    "grading",
+)
+#: Слои программы преподавателя: «teacher.комната».
+TEACHER_LAYERS = tuple(f"teacher.{room}" for room in TEACHER_ROOMS)
 #: Слои пакета: слой → модули и пакеты (с подмодулями). Модуль прямо в feedback/, не
 #: названный здесь, — модуль лабораторных (их импортируют тетрадки); новый подпакет
 #: нужно вписать в свой слой.
@@ -44,19 +63,24 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "answers": ("feedback.answers",),
     # Рядом с лабораторными: рабочая копия make lab и присмотр за ядром оценивания.
     "tools": ("feedback.workspace", "feedback.kernel_guard", "feedback.kernel_template"),
-    "teacher": ("feedback.teacher",),
+    # Сам пакет feedback.teacher (только описание) — на верхнем этаже.
+    **{
+        layer: (f"feedback.{layer}",) + (("feedback.teacher",) if room == "grading" else ())
+        for room, layer in zip(TEACHER_ROOMS, TEACHER_LAYERS, strict=True)
+    },
 }
 #: Слой → слои, которые ему импортировать нельзя.
 FORBIDDEN: dict[str, set[str]] = {
-    "base": {"engine", "gpu", "labs", "answers", "tools", "teacher"},
-    "engine": {"labs", "answers", "teacher"},
-    "gpu": {"labs", "answers", "teacher"},
+    "base": {"engine", "gpu", "labs", "answers", "tools", *TEACHER_LAYERS},
+    "engine": {"labs", "answers", *TEACHER_LAYERS},
+    "gpu": {"labs", "answers", *TEACHER_LAYERS},
     # Эталоны — только строкой (ANSWER_EDGES): в песочнице оценивания папки эталонов нет.
-    "labs": {"answers", "teacher"},
-    "answers": {"teacher"},
+    "labs": {"answers", *TEACHER_LAYERS},
+    "answers": set(TEACHER_LAYERS),
     # Работают у учащегося и в песочнице, где нет ни эталонов, ни программы преподавателя.
-    "tools": {"answers", "teacher"},
-    "teacher": set(),
+    "tools": {"answers", *TEACHER_LAYERS},
+    # Комната — не выше себя: всё, что над ней.
+    **{layer: set(TEACHER_LAYERS[i + 1 :]) for i, layer in enumerate(TEACHER_LAYERS)},
 }
 #: Рёбра по строке: модуль лабораторной → модуль эталонов, который он называет.
 ANSWER_EDGES: dict[str, str] = {
@@ -93,7 +117,7 @@ def imported(tree: ast.AST, name: str, is_package: bool, known: set[str]) -> set
                 prefix = ".".join([*base, node.module] if node.module else base)
             else:
                 prefix = node.module or ""
-            # «from feedback.teacher import grade» — ребро к feedback.teacher.grade.
+            # «from feedback.teacher import grade» — ребро к feedback.teacher.grading.grade.
             targets = [f"{prefix}.{alias.name}" for alias in node.names] + [prefix]
         else:
             continue
@@ -226,7 +250,7 @@ def answer_edges(package: Path = PACKAGE) -> dict[str, set[str]]:
     """Рёбра по строке во всём пакете, кроме самих эталонов: модуль → модули эталонов."""
     edges = {}
     for name, path in sources(package).items():
-        if layer_of(name) in ("answers", "teacher"):
+        if layer_of(name) in ("answers", *TEACHER_LAYERS):
             continue
         found = named_answers(path, package)
         if found:
@@ -239,9 +263,10 @@ def answer_edges(package: Path = PACKAGE) -> dict[str, set[str]]:
 
 def test_the_graph_is_read_from_the_source():
     graph = import_graph()
-    assert "feedback.teacher.unit" in graph["feedback.teacher.grade"]
-    assert "feedback.teacher.sandbox" in graph["feedback.teacher.unit"] or any(
-        "feedback.teacher.sandbox" in graph[name] for name in graph["feedback.teacher.unit"]
+    assert "feedback.teacher.unit.pipeline" in graph["feedback.teacher.grading.grade"]
+    assert "feedback.teacher.unit.sandbox" in graph["feedback.teacher.unit.pipeline"] or any(
+        "feedback.teacher.unit.sandbox" in graph[name]
+        for name in graph["feedback.teacher.unit.pipeline"]
     )
 
 
@@ -258,7 +283,8 @@ def test_every_module_has_a_layer():
     unplaced = [name for name in import_graph() if layer_of(name) is None]
     assert not unplaced, f"модули без слоя — впишите их в LAYERS: {unplaced}"
     assert layer_of("feedback.flops") == "labs" and layer_of("feedback.gpu.check") == "gpu"
-    assert layer_of("feedback.teacher.review.rules") == "teacher"
+    assert layer_of("feedback.teacher.review.rules") == "teacher.review"
+    assert layer_of("feedback.teacher.grading.grade") == "teacher.grading"
     assert set(FORBIDDEN) == set(LAYERS)
 
 

@@ -59,19 +59,26 @@ def _make(venv: Path, calls: Path, target: str, **variables: str) -> list[list[s
 def test_every_path_variable_reaches_the_program_as_one_argument(fake_venv, name):
     venv, calls = fake_venv
     grade = _make(venv, calls, "grade", SUBMISSIONS=name, ROSTER=name, JOBS="2")
-    assert grade == [["-m", "feedback.teacher.grade", "--jobs=2", f"--roster={name}", "--", name]]
+    assert grade == [
+        ["-m", "feedback.teacher.grading.grade", "--jobs=2", f"--roster={name}", "--", name]
+    ]
     export = _make(venv, calls, "export", WORKSHEET=name, LAB=name)
-    assert export[0] == ["-m", "feedback.teacher.export", f"--worksheet={name}", f"--lab={name}"]
+    assert export[0] == [
+        "-m",
+        "feedback.teacher.lms.export",
+        f"--worksheet={name}",
+        f"--lab={name}",
+    ]
     assert _make(venv, calls, "public", DEST=name) == [
-        ["-m", "feedback.teacher.public", "--", name]
+        ["-m", "feedback.teacher.course.public", "--", name]
     ]
     assert _make(venv, calls, "hub-release", LAB=name) == [
-        ["-m", "feedback.teacher.hub", "release", "--", name]
+        ["-m", "feedback.teacher.hub.server", "release", "--", name]
     ]
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="нет make")
 def test_without_variables_the_program_gets_no_empty_arguments(fake_venv):
     venv, calls = fake_venv
-    assert _make(venv, calls, "grade") == [["-m", "feedback.teacher.grade"]]
-    assert _make(venv, calls, "public") == [["-m", "feedback.teacher.public"]]
+    assert _make(venv, calls, "grade") == [["-m", "feedback.teacher.grading.grade"]]
+    assert _make(venv, calls, "public") == [["-m", "feedback.teacher.course.public"]]

@@ -2,7 +2,7 @@
 
 Её принимают все пакеты hub/package-lock.json (``npm ci --engine-strict`` на этом Node
 пройдёт), её называет docs/teaching.md, а ``make hub`` со старым Node говорит, какой нужен,
-до npm (:mod:`feedback.teacher.node_version`).
+до npm (:mod:`feedback.teacher.hub.node_version`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from feedback.teacher import node_version
+from feedback.teacher.hub import node_version
 
 from notebook_runner import ROOT
 
@@ -98,7 +98,7 @@ def test_make_checks_node_before_npm_and_the_check_needs_only_the_standard_libra
     # Файлом, без окружения курса (-I: без site-packages и переменных PYTHON*).
     fake_node("v18.19.0")
     done = subprocess.run(
-        [sys.executable, "-I", str(ROOT / "feedback/teacher/node_version.py"), str(PACKAGE)],
+        [sys.executable, "-I", str(ROOT / "feedback/teacher/hub/node_version.py"), str(PACKAGE)],
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 1 and "старше нужного" in done.stderr

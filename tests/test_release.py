@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from feedback.teacher import release
+from feedback.teacher.course import release
 
 from notebook_runner import ROOT
 

@@ -14,7 +14,7 @@ import pytest
 
 from feedback import settings
 from feedback.settings import VARIABLES, SettingError, parse_size
-from feedback.teacher.settings import (
+from feedback.teacher.core.settings import (
     CPU_LIMITS,
     GPU_LIMITS,
     UPLOAD_LIMITS,
@@ -209,7 +209,7 @@ def uncommented_constants(path: Path) -> list[str]:
 
 def test_module_limits_are_internal_and_say_why():
     """Правило настроек (docs/development.md): что может настроить преподаватель — в
-    feedback/teacher/settings.py (Limits, UploadLimits, Settings); число-константа модуля
+    feedback/teacher/core/settings.py (Limits, UploadLimits, Settings); число-константа модуля
     оценивания или движка — внутренний предел защиты, и комментарий говорит, почему он такой."""
     modules = [
         path
@@ -224,7 +224,7 @@ def test_module_limits_are_internal_and_say_why():
 def test_what_a_teacher_tunes_is_in_the_settings():
     """Пределы чтения работ, вывода в отчёте и запасы времени — поля настроек, а не
     константы модулей; модули берут их оттуда."""
-    from feedback.teacher import uploads
+    from feedback.teacher.intake import uploads
 
     assert uploads.MAX_ARCHIVE_BYTES == UPLOAD_LIMITS.archive_bytes == UploadLimits().archive_bytes
     assert uploads.MAX_NOTEBOOK_BYTES == UPLOAD_LIMITS.notebook_bytes
@@ -233,7 +233,9 @@ def test_what_a_teacher_tunes_is_in_the_settings():
         assert limits.submitted_output_chars == 512 * 1024  # сданный вывод ячейки, символы
         assert (limits.interrupt_grace_seconds, limits.unit_grace_seconds) == (10, 120)
     for module in ("runner", "execute", "learner_outputs"):
-        source = (ROOT / "feedback" / "teacher" / f"{module}.py").read_text(encoding="utf-8")
+        source = (ROOT / "feedback" / "teacher" / "unit" / f"{module}.py").read_text(
+            encoding="utf-8"
+        )
         assert "GRACE" not in source and "CELL_LIMIT" not in source, module
 
 

@@ -22,10 +22,7 @@ from corpus import LAB2, LAB4, PWNED
 from markupsafe import escape
 from page_checks import page_problems
 
-from feedback.teacher import analytics, summary
-from feedback.teacher.analytics import ClassData, TaskStats
-from feedback.teacher.class_data import Pending, Reopened, mistake_description
-from feedback.teacher.tables import (
+from feedback.teacher.core.tables import (
     GradeRow,
     MistakeRow,
     Problem,
@@ -35,6 +32,10 @@ from feedback.teacher.tables import (
     header,
     read_rows,
 )
+from feedback.teacher.pages import analytics, summary
+from feedback.teacher.pages.analytics import ClassData, TaskStats
+from feedback.teacher.pages.class_data import Pending, Reopened
+from feedback.teacher.records.mistakes import mistake_description
 
 from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, chromium_or_skip
 

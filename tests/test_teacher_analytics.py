@@ -34,10 +34,12 @@ from feedback.engine.result import UNKNOWN
 from feedback.engine.values import describe
 from feedback.generation.check import GENERATIONS
 from feedback.generation.prompts import PROMPTS
-from feedback.teacher import analytics, class_tables
-from feedback.teacher.class_data import NOT_ATTEMPTED, NOT_ATTEMPTED_TEXT, mistake_description
-from feedback.teacher.results import TaskOutcome, UnitResult
-from feedback.teacher.tables import MistakeRow, TimingRow, header
+from feedback.teacher.core.results import TaskOutcome, UnitResult
+from feedback.teacher.core.tables import MistakeRow, TimingRow, header
+from feedback.teacher.pages import analytics
+from feedback.teacher.records import class_tables
+from feedback.teacher.records import mistakes as mistake_table
+from feedback.teacher.records.mistakes import NOT_ATTEMPTED, NOT_ATTEMPTED_TEXT, mistake_description
 
 from notebook_runner import ROOT
 from submissions import read_csv, solution_sources, student_notebook, submission
@@ -480,7 +482,7 @@ def test_mistake_rows_one_per_failed_task_with_the_hint_learners_saw():
             "check_final_results": TaskOutcome(2, 2, passed=True, mistake=None, verdict="✅ ok"),
         },
     )
-    rows = analytics.mistake_rows(result)
+    rows = mistake_table.mistake_rows(result)
     hint = next(m.hint for m in flops.COMPUTE_NUM_FLOPS.mistakes if m.id == "flops.forward_only")
     assert rows == [
         MistakeRow(
@@ -493,7 +495,7 @@ def test_mistake_rows_one_per_failed_task_with_the_hint_learners_saw():
         )
     ]
     unassessed = unit_result("s2", {"t": TaskOutcome(score=0.0, points=2)})
-    assert analytics.mistake_rows(unassessed)[0].mistake == UNKNOWN
+    assert mistake_table.mistake_rows(unassessed)[0].mistake == UNKNOWN
 
 
 def test_a_task_the_learner_did_not_start_is_not_a_wrong_answer():
@@ -504,29 +506,29 @@ def test_a_task_the_learner_did_not_start_is_not_a_wrong_answer():
         "check_final_results": TaskOutcome(0.0, 2, passed=False, verdict="❌ нет"),
     }
     blank = UnitResult("blank", LAB2, student_notebook(LAB2), failing)
-    assert [(row.mistake, row.description, row.hint) for row in analytics.mistake_rows(blank)] == [
-        (NOT_ATTEMPTED, NOT_ATTEMPTED_TEXT, "")
-    ] * 2
+    assert [
+        (row.mistake, row.description, row.hint) for row in mistake_table.mistake_rows(blank)
+    ] == [(NOT_ATTEMPTED, NOT_ATTEMPTED_TEXT, "")] * 2
     # Функция написана, таблица — нет: первая проверка — «неверно», вторая — «не приступал».
     started = submission(
         LAB2, {"compute_num_flops": solution_sources(LAB2)["compute_num_flops"]}, base="stub"
     )
-    rows = analytics.mistake_rows(UnitResult("half", LAB2, started, failing))
+    rows = mistake_table.mistake_rows(UnitResult("half", LAB2, started, failing))
     assert [(row.task, row.mistake) for row in rows] == [
         ("check_compute_num_flops", UNKNOWN),
         ("check_final_results", NOT_ATTEMPTED),
     ]
     assert [
         row.mistake
-        for row in analytics.mistake_rows(UnitResult("w", LAB2, submission(LAB2), failing))
+        for row in mistake_table.mistake_rows(UnitResult("w", LAB2, submission(LAB2), failing))
     ] == [UNKNOWN, UNKNOWN]
 
 
 def test_hint_without_the_word_is_the_verdict_text():
     verdict = str(flops.check_final_results([*_flops_rows(), _flops_rows()[0]]))
-    assert analytics.hint_from_verdict(verdict).startswith("в таблице одна ошибка.")
-    assert "BERT-Base" in analytics.hint_from_verdict(verdict)
-    assert analytics.hint_from_verdict("") == ""
+    assert mistake_table.hint_from_verdict(verdict).startswith("в таблице одна ошибка.")
+    assert "BERT-Base" in mistake_table.hint_from_verdict(verdict)
+    assert mistake_table.hint_from_verdict("") == ""
 
 
 def test_mistakes_csv_keeps_rows_of_works_not_graded_now(tmp_path):

@@ -8,7 +8,13 @@ import nbformat
 import pytest
 
 from feedback.checks import CHECK_MODULES
-from feedback.teacher.assemble import assemble, is_answer, is_test, parse_check_call, probe_source
+from feedback.teacher.notebook.assemble import (
+    assemble,
+    is_answer,
+    is_test,
+    parse_check_call,
+    probe_source,
+)
 
 from notebook_runner import ROOT
 from submissions import cell_by_id, solution_sources, student_notebook, submission

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from feedback.teacher import bench
+from feedback.teacher.course import bench
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">

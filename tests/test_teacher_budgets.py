@@ -16,12 +16,13 @@ import pytest
 from corpus import LAB2, lab2, with_cell
 
 from feedback.settings import REQUIRE_SANDBOX
-from feedback.teacher import sandbox, unit
-from feedback.teacher.cgroup import memory_cage
-from feedback.teacher.execute import execute
-from feedback.teacher.results import Job
-from feedback.teacher.settings import Limits
-from feedback.teacher.warm import kernel_templates
+from feedback.teacher.core.results import Job
+from feedback.teacher.core.settings import Limits
+from feedback.teacher.unit import pipeline as unit
+from feedback.teacher.unit import sandbox
+from feedback.teacher.unit.cgroup import memory_cage
+from feedback.teacher.unit.execute import execute
+from feedback.teacher.unit.warm import kernel_templates
 
 from notebook_runner import ROOT
 from submissions import load
@@ -241,7 +242,7 @@ def test_the_memory_group_of_a_work_is_gone_after_it(tmp_path, monkeypatch):
     Смотрим на группу именно этой работы: соседние процессы тестов оценивают свои работы и
     заводят и убирают свои группы в той же родительской.
     """
-    from feedback.teacher import cgroup, execute
+    from feedback.teacher.unit import cgroup, execute
 
     made = []
 
@@ -259,7 +260,7 @@ def test_the_memory_group_of_a_work_is_gone_after_it(tmp_path, monkeypatch):
 
 
 def sandbox_group_parent():
-    from feedback.teacher.cgroup import own_memory_group
+    from feedback.teacher.unit.cgroup import own_memory_group
 
     return own_memory_group()[0]
 
@@ -275,7 +276,7 @@ def fake_proc(tmp_path, cgroup: str, mounts: list[str]):
 
 
 def test_the_own_memory_group_is_found_in_v1_v2_and_inside_a_container(tmp_path):
-    from feedback.teacher.cgroup import own_memory_group
+    from feedback.teacher.unit.cgroup import own_memory_group
 
     v1 = tmp_path / "memory"
     (v1 / "user" / "grading").mkdir(parents=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from feedback.gpu import tiny_gemma
-from feedback.teacher.caches import tiny_model_cache
+from feedback.teacher.unit.caches import tiny_model_cache
 
 
 @pytest.fixture
@@ -59,10 +59,10 @@ def test_without_a_finished_build_the_cache_builds_its_own(tmp_path, monkeypatch
 
 
 def test_make_reads_the_jax_cache_settings_from_the_package(capsys):
-    from feedback.teacher.caches import JAX_COMPILATION_CACHE_ENV, main
+    from feedback.teacher.unit.caches import JAX_COMPILATION_CACHE_ENV, main
 
     main()
     printed = dict(pair.split("=", 1) for pair in capsys.readouterr().out.split())
     assert printed == JAX_COMPILATION_CACHE_ENV
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text(encoding="utf-8")
-    assert "-m feedback.teacher.caches" in makefile and "JAX_PERSISTENT_CACHE" not in makefile
+    assert "-m feedback.teacher.unit.caches" in makefile and "JAX_PERSISTENT_CACHE" not in makefile

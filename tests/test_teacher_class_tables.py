@@ -6,10 +6,10 @@ import csv
 
 from nbformat.v4 import new_notebook
 
-from feedback.teacher import class_tables
-from feedback.teacher.class_tables import ClassTables
-from feedback.teacher.results import Finding, TaskOutcome, UnitResult
-from feedback.teacher.tables import CaseRow, MistakeRow, Problem, ReviewRow, TimingRow, header
+from feedback.teacher.core.results import Finding, TaskOutcome, UnitResult
+from feedback.teacher.core.tables import CaseRow, MistakeRow, Problem, ReviewRow, TimingRow, header
+from feedback.teacher.records import class_tables
+from feedback.teacher.records.class_tables import ClassTables
 
 LAB2, LAB4 = "lab_7_2_training_flops", "lab_7_4_gpu_memory"
 

@@ -26,10 +26,11 @@ from cryptography.exceptions import InvalidSignature
 from distributed import Client, LocalCluster
 from distributed.security import Security
 
-from feedback.teacher import dask_tls, grade
-from feedback.teacher.dask_tls import DaskRefused, cluster_for, issue
-from feedback.teacher.runner import run_dask
-from feedback.teacher.settings import Settings
+from feedback.teacher.core.settings import Settings
+from feedback.teacher.grading import grade
+from feedback.teacher.unit import dask_tls
+from feedback.teacher.unit.dask_tls import DaskRefused, cluster_for, issue
+from feedback.teacher.unit.runner import run_dask
 
 
 def settings_with(certs: Path, *, allow_insecure: bool = False) -> Settings:

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from corpus import FORWARD, TABLE, lab2
 
-from feedback.teacher import files, ledger
+from feedback.teacher.core import files
+from feedback.teacher.records import ledger
 
 from submissions import student_notebook, submission
 
@@ -36,7 +37,8 @@ ROSTER = "id,first_name,last_name,email\nivanov,Иван,Иванов,i@x.ru\npe
 #: (``write:NAME``) или перед первой работой (``unit:1``); ``count`` печатает имена замен.
 KILLER = """
 import os, signal, sys
-from feedback.teacher import files, grade
+from feedback.teacher.core import files
+from feedback.teacher.grading import grade
 
 kind, name = sys.argv[1].split(":")
 replace_file, merge = os.replace, grade._merge_safely
@@ -77,7 +79,7 @@ def _grade(work: Path, folder: Path, kill: str | None = None) -> subprocess.Comp
     env = {**os.environ, "COURSE7_GRADING_DIR": str(work)}
     args = [str(folder), "--jobs", "1"]
     command = [sys.executable, "-c", KILLER, kill, *args] if kill else None
-    command = command or [sys.executable, "-m", "feedback.teacher.grade", *args]
+    command = command or [sys.executable, "-m", "feedback.teacher.grading.grade", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -110,7 +112,7 @@ def test_a_run_killed_at_any_moment_and_repeated_equals_an_uninterrupted_one(
     _write(second, "Иванов Иван_205", LAB4, student_notebook(LAB4))
     env = {**os.environ, "COURSE7_GRADING_DIR": str(semester)}
     done = subprocess.run(
-        [sys.executable, "-m", "feedback.teacher.grade", str(first), "--roster",
+        [sys.executable, "-m", "feedback.teacher.grading.grade", str(first), "--roster",
          str(tmp_path / "students.csv")],
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
@@ -156,7 +158,7 @@ def test_a_run_killed_at_any_moment_and_repeated_equals_an_uninterrupted_one(
 
 
 def test_an_empty_folder_is_no_works_and_exit_2(tmp_path, monkeypatch, fresh_work):
-    from feedback.teacher import grade
+    from feedback.teacher.grading import grade
 
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(fresh_work(tmp_path / "work")))
     (tmp_path / "empty").mkdir()
@@ -164,12 +166,12 @@ def test_an_empty_folder_is_no_works_and_exit_2(tmp_path, monkeypatch, fresh_wor
 
 
 def test_a_second_run_in_the_same_folder_does_not_start(tmp_path, fresh_work):
-    from feedback.teacher import grade
+    from feedback.teacher.grading import grade
 
     work = fresh_work(tmp_path / "work")
     with grade.grading_lock(work):
         code = subprocess.run(
-            [sys.executable, "-m", "feedback.teacher.grade", str(tmp_path)],
+            [sys.executable, "-m", "feedback.teacher.grading.grade", str(tmp_path)],
             env={**os.environ, "COURSE7_GRADING_DIR": str(work)},
             capture_output=True,
             text=True,
@@ -187,7 +189,7 @@ def test_a_read_only_grading_folder_is_a_russian_sentence_not_a_traceback(tmp_pa
     write_submission_at = folder / "ivanov" / LAB2 / f"{LAB2}.ipynb"
     write_submission_at.parent.mkdir(parents=True)
     write_submission_at.write_text(json.dumps(submission(LAB2)), encoding="utf-8")
-    grade = f"{sys.executable} -m feedback.teacher.grade {folder}"
+    grade = f"{sys.executable} -m feedback.teacher.grading.grade {folder}"
     done = subprocess.run(
         ["unshare", "--mount", "sh", "-c", f"mount --bind -o ro {work} {work} && {grade}"],
         env={**os.environ, "COURSE7_GRADING_DIR": str(work)},
@@ -202,7 +204,7 @@ def test_a_read_only_grading_folder_is_a_russian_sentence_not_a_traceback(tmp_pa
 def test_template_folders_of_killed_runs_are_removed_at_the_next_start(tmp_path):
     """Папка заготовок ядер — в /tmp (путь сокета короткий); запуск, убитый kill -9, её не
     убрал, и её убирает следующий: по pid в имени, папки живых запусков остаются."""
-    from feedback.teacher import warm
+    from feedback.teacher.unit import warm
 
     finished = subprocess.Popen([sys.executable, "-c", "pass"])
     finished.wait()

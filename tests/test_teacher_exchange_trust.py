@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from feedback.teacher import exchange, gradebook, hub
-from feedback.teacher.settings import COURSE_ID, ROOT, Settings
-from feedback.teacher.tables import Problem, read_rows
+from feedback.teacher.core.settings import COURSE_ID, ROOT, Settings
+from feedback.teacher.core.tables import Problem, read_rows
+from feedback.teacher.hub import server as hub
+from feedback.teacher.intake import exchange
+from feedback.teacher.records import gradebook
 
 LAB = "lab_7_2_training_flops"
 SOLUTION = next((ROOT / "solutions" / LAB).glob("*.ipynb"))
@@ -236,7 +238,7 @@ def test_a_class_login_submits_only_under_its_own_roster_id(settings, unix_users
 
 def test_the_refusal_row_survives_make_grade_tables(settings, unix_users):
     """Строку сбора не стирает слияние таблиц make grade, даже когда работу оценили."""
-    from feedback.teacher.class_tables import ClassTables, write
+    from feedback.teacher.records.class_tables import ClassTables, write
 
     submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 0", unix_users[OTHER])
     hub.collect(settings)

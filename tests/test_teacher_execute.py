@@ -7,7 +7,7 @@ from queue import Empty
 
 import pytest
 
-from feedback.teacher.execute import PromptKernelClient
+from feedback.teacher.unit.execute import PromptKernelClient
 
 
 def reply(request: str) -> dict:

@@ -22,24 +22,18 @@ import nbformat
 import pytest
 from moodle_support import download_zip, feedback_import
 
-from feedback.teacher import (
-    class_tables,
-    export,
-    files,
-    gradebook,
-    handback,
-    ledger,
-    reports,
-    roster,
-    tables,
-)
-from feedback.teacher import grade as grading
-from feedback.teacher.class_tables import ClassTables
-from feedback.teacher.export import fill_worksheet, join_records, moodle_grades, parse_records
-from feedback.teacher.gradebook import TaskScore
-from feedback.teacher.ledger import Graded, changes
-from feedback.teacher.results import TaskOutcome, UnitResult
-from feedback.teacher.tables import ChangeRow, Problem, TimingRow
+from feedback.teacher.core import files, tables
+from feedback.teacher.core.results import TaskOutcome, UnitResult
+from feedback.teacher.core.tables import ChangeRow, Problem, TimingRow
+from feedback.teacher.grading import grade as grading
+from feedback.teacher.intake import roster
+from feedback.teacher.lms import export, handback
+from feedback.teacher.lms.export import fill_worksheet, join_records, moodle_grades, parse_records
+from feedback.teacher.pages import reports
+from feedback.teacher.records import class_tables, gradebook, ledger
+from feedback.teacher.records.class_tables import ClassTables
+from feedback.teacher.records.gradebook import TaskScore
+from feedback.teacher.records.ledger import Graded, changes
 
 from notebook_runner import ROOT
 from submissions import load, submission

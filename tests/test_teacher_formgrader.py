@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from feedback.teacher import formgrader
-from feedback.teacher.release import lab_sources
+from feedback.teacher.course.release import lab_sources
+from feedback.teacher.hub import formgrader
 
 from browser_support import ROOT, chromium_or_skip, course_formgrader, server_page
 
@@ -90,7 +90,7 @@ def test_make_formgrader_runs_the_module():
         text=True,
         check=True,
     )
-    assert dry.stdout.strip().splitlines()[-1].endswith("python -m feedback.teacher.formgrader")
+    assert dry.stdout.strip().splitlines()[-1].endswith("python -m feedback.teacher.hub.formgrader")
 
 
 # --------------------------------------------------------------------------- по-настоящему

@@ -12,13 +12,14 @@ import zipfile
 import nbformat
 import pytest
 
-from feedback.teacher import class_tables, grade
-from feedback.teacher.class_tables import ClassTables
-from feedback.teacher.grade import PACKAGE, SetupError, collect, reference_version
-from feedback.teacher.release import lab_sources
-from feedback.teacher.results import TaskOutcome, UnitResult
-from feedback.teacher.tables import CaseRow, Problem, ReviewRow, TimingRow
-from feedback.teacher.uploads import Submission
+from feedback.teacher.core.results import TaskOutcome, UnitResult
+from feedback.teacher.core.tables import CaseRow, Problem, ReviewRow, TimingRow
+from feedback.teacher.course.release import lab_sources
+from feedback.teacher.grading import grade
+from feedback.teacher.grading.grade import PACKAGE, SetupError, collect, reference_version
+from feedback.teacher.intake.uploads import Submission
+from feedback.teacher.records import class_tables
+from feedback.teacher.records.class_tables import ClassTables
 
 from notebook_runner import ROOT
 
@@ -52,7 +53,7 @@ def test_the_real_package_is_the_feedback_package():
 def test_grading_does_not_build_iri_grammars_at_import():
     """rfc3987_syntax строит грамматики Lark 1,5 с и оцениванию не нужен; проверка схемы — да."""
     probe = (
-        "import sys, feedback.teacher.grade, nbformat\n"
+        "import sys, feedback.teacher.grading.grade, nbformat\n"
         "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')])\n"
         "nbformat.validate(nb)\n"
         "bad = nbformat.from_dict({**nb, 'cells': [{'cell_type': 'code'}]})\n"
@@ -69,7 +70,8 @@ def test_grading_does_not_build_iri_grammars_at_import():
 def test_only_grading_processes_go_without_rfc3987_syntax():
     """formgrader (nbgrader_config.py: препроцессоры, отчёты) пакет не запрещает."""
     probe = (
-        "import sys, feedback.teacher, feedback.teacher.preprocessors, feedback.teacher.reports\n"
+        "import sys, feedback.teacher, feedback.teacher.pages.preprocessors, "
+        "feedback.teacher.pages.reports\n"
         "print('rfc3987_syntax' in sys.modules and sys.modules['rfc3987_syntax'] is None)\n"
     )
     result = subprocess.run(
@@ -126,7 +128,7 @@ def test_tables_neutralise_formulas_from_uploads(tmp_path):
 
 @pytest.mark.slow  # команда alembic — процесс Python с импортом nbgrader
 def test_the_schema_version_read_in_process_is_what_alembic_says():
-    from feedback.teacher import gradebook
+    from feedback.teacher.records import gradebook
 
     gradebook._read_alembic_version_in_process()
     with gradebook._scripts_on_path():

@@ -16,9 +16,11 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from feedback.teacher import analytics, export, gradebook, summary
-from feedback.teacher.release import ROOT
-from feedback.teacher.results import Finding, TaskOutcome, UnitResult
+from feedback.teacher.core.results import Finding, TaskOutcome, UnitResult
+from feedback.teacher.course.release import ROOT
+from feedback.teacher.lms import export
+from feedback.teacher.pages import analytics, summary
+from feedback.teacher.records import gradebook
 
 from submissions import read_csv
 
@@ -74,7 +76,7 @@ def _set_manual(work, grade_id: str, score: float) -> None:
 
 def _report_pending(work) -> str:
     """Строка итога отчёта учащегося: сколько баллов «после проверки преподавателем»."""
-    from feedback.teacher.reports import ReportWriter
+    from feedback.teacher.pages.reports import ReportWriter
 
     path = work / "autograded" / "ivanov" / LAB4 / f"{LAB4}.ipynb"
     html = ReportWriter(work).write("ivanov", LAB4, path).read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Настройки JupyterHub курса (feedback/teacher/hub.py) без запуска JupyterHub.
+"""Настройки JupyterHub курса (feedback/teacher/hub/server.py) без запуска JupyterHub.
 
 Учётные записи из списка учащихся, группа formgrader, вход, серверы в своих папках, настройки
 nbgrader каждого сервера (id учащегося для exchange — ровно из списка), права exchange, пароли,
@@ -18,9 +18,10 @@ import pytest
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from feedback.teacher import gradebook, hub, ledger
-from feedback.teacher.gradebook import TaskScore
-from feedback.teacher.settings import COURSE_ID, ROOT, Settings
+from feedback.teacher.core.settings import COURSE_ID, ROOT, Settings
+from feedback.teacher.hub import server as hub
+from feedback.teacher.records import gradebook, ledger
+from feedback.teacher.records.gradebook import TaskScore
 
 ROSTER = (
     "id,first_name,last_name,email\n"

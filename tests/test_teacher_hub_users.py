@@ -1,4 +1,4 @@
-"""Режим класса ``make hub`` (feedback/teacher/hub_users.py) без запуска JupyterHub.
+"""Режим класса ``make hub`` (feedback/teacher/hub/accounts.py) без запуска JupyterHub.
 
 Учётные записи Unix из списка учащихся (настоящие ``useradd`` с приставкой этого прогона и
 ``userdel -r`` в конце), свой пароль у каждого (его принимает PAM), список паролей только для
@@ -27,8 +27,9 @@ import pytest
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from feedback.teacher import hub, hub_users
-from feedback.teacher.settings import COURSE_ID, Settings
+from feedback.teacher.core.settings import COURSE_ID, Settings
+from feedback.teacher.hub import accounts as hub_users
+from feedback.teacher.hub import server as hub
 
 ROSTER = (
     "id,first_name,last_name,email\n"
@@ -254,7 +255,7 @@ def test_jupyterhub_logs_in_with_pam_and_runs_each_server_as_its_user(class_hub)
     c = Config()
     hub.configure(c, chosen.folder)
     assert c.JupyterHub.authenticator_class == "pam"
-    assert c.JupyterHub.spawner_class == "feedback.teacher.hub_spawner.CourseSpawner"
+    assert c.JupyterHub.spawner_class == "feedback.teacher.hub.spawner.CourseSpawner"
     assert c.Authenticator.allowed_users == {*state["learners"], state["teacher"]}
     assert c.Authenticator.admin_users == {state["teacher"]}
     assert c.CourseSpawner.run_as == {state["teacher"]: pwd.getpwuid(os.geteuid()).pw_name}

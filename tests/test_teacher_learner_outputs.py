@@ -1,7 +1,7 @@
 """Сданный вывод учащегося: только безопасное, не больше предела и с пометкой."""
 
-from feedback.teacher.learner_outputs import submitted
-from feedback.teacher.settings import CPU_LIMITS
+from feedback.teacher.core.settings import CPU_LIMITS
+from feedback.teacher.unit.learner_outputs import submitted
 
 
 def test_submitted_outputs_are_marked_filtered_and_cleaned():

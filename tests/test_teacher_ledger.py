@@ -13,11 +13,13 @@ from dataclasses import replace
 
 from markupsafe import escape
 
-from feedback.teacher import export, gradebook, ledger, reports
-from feedback.teacher import grade as grading
-from feedback.teacher.ledger import ANSWER_CHANGED
-from feedback.teacher.settings import Settings
-from feedback.teacher.tables import ManualArchiveRow, read_rows
+from feedback.teacher.core.settings import Settings
+from feedback.teacher.core.tables import ManualArchiveRow, read_rows
+from feedback.teacher.grading import grade as grading
+from feedback.teacher.lms import export
+from feedback.teacher.pages import reports
+from feedback.teacher.records import gradebook, ledger
+from feedback.teacher.records.ledger import ANSWER_CHANGED
 
 from submissions import read_csv, submission, write_submission
 

@@ -7,11 +7,11 @@ import nbformat
 import pytest
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-from feedback.teacher import unit
-from feedback.teacher.execute import Execution
-from feedback.teacher.results import Finding, Job
-from feedback.teacher.safe_html import code_span, markdown_text
-from feedback.teacher.settings import CPU_LIMITS
+from feedback.teacher.core.results import Finding, Job
+from feedback.teacher.core.settings import CPU_LIMITS
+from feedback.teacher.notebook.safe_html import code_span, markdown_text
+from feedback.teacher.unit import pipeline as unit
+from feedback.teacher.unit.execute import Execution
 
 HOSTILE_NAME = "ivanov/<img src=x onerror=alert(1)>[жми](javascript:alert(2))*_x_*.ipynb"
 HOSTILE_CODE = "s = '`'; t = '<img src=x onerror=alert(3)>' ``` [a](javascript:alert(4))"

@@ -4,7 +4,11 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from feedback.engine.probe import OBSERVATION_MIME
-from feedback.teacher.preprocessors import CourseClearSolutions, RefuseAutograde, ReportCleanup
+from feedback.teacher.pages.preprocessors import (
+    CourseClearSolutions,
+    RefuseAutograde,
+    ReportCleanup,
+)
 
 from notebook_runner import ROOT
 from submissions import nbgrader, student_notebook, submission, write_submission
@@ -76,7 +80,7 @@ def test_inline_and_top_level_regions_get_a_comment_stub_functions_get_raise():
 
 def test_course_frames_leave_a_learners_traceback():
     """Отказ перехватчика ядра приходит с кадрами пакета курса: в отчёте их нет."""
-    from feedback.teacher.preprocessors import PACKAGE_DIR
+    from feedback.teacher.pages.preprocessors import PACKAGE_DIR
 
     frames = [
         "PermissionError Traceback (most recent call last)",
@@ -95,8 +99,8 @@ def test_course_frames_leave_a_learners_traceback():
 
 
 def test_report_drops_the_criteria_cells():
-    from feedback.teacher import unit
-    from feedback.teacher.preprocessors import TEACHER_ONLY
+    from feedback.teacher.pages.preprocessors import TEACHER_ONLY
+    from feedback.teacher.unit import pipeline as unit
 
     assert TEACHER_ONLY == {unit.REVIEW_NOTE, unit.RUBRIC_NOTE}
     answer = new_markdown_cell("Мой ответ")
@@ -108,10 +112,10 @@ def test_report_drops_the_criteria_cells():
 
 def _graded_copy(tmp_path, monkeypatch, lab: str, upload: dict, gpu: bool = False):
     """Проверенная тетрадка единицы (без ядра: выполнение подменено) с критериями из solutions/."""
-    from feedback.teacher import unit
-    from feedback.teacher.execute import Execution
-    from feedback.teacher.results import Job
-    from feedback.teacher.settings import CPU_LIMITS
+    from feedback.teacher.core.results import Job
+    from feedback.teacher.core.settings import CPU_LIMITS
+    from feedback.teacher.unit import pipeline as unit
+    from feedback.teacher.unit.execute import Execution
 
     monkeypatch.setattr(unit, "scan", lambda *args, **kwargs: [])
     monkeypatch.setattr(
@@ -163,7 +167,7 @@ def test_the_unit_puts_criteria_under_each_written_answer_only(tmp_path, monkeyp
 def test_criteria_of_a_question_about_the_learners_run_say_where_the_outputs_are(
     tmp_path, monkeypatch
 ):
-    from feedback.teacher import unit
+    from feedback.teacher.unit import pipeline as unit
 
     lab = "lab_7_5_bfloat16_lora"
     upload = student_notebook(lab)
@@ -182,7 +186,7 @@ def test_criteria_of_a_question_about_the_learners_run_say_where_the_outputs_are
 
 
 def test_only_the_run_dependent_questions_are_marked_so():
-    from feedback.teacher import unit
+    from feedback.teacher.unit import pipeline as unit
 
     marked = {
         (lab.parent.name, grade_id)
@@ -202,7 +206,7 @@ def test_report_titles_come_from_the_course_not_from_the_learner():
 
     from nbformat import reads
 
-    from feedback.teacher.preprocessors import REPORT_KEY
+    from feedback.teacher.pages.preprocessors import REPORT_KEY
 
     def read(lab):
         return reads(json.dumps(student_notebook(lab)), as_version=4)

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from feedback.teacher.public import export, learners_readme
+from feedback.teacher.course.public import export, learners_readme
 
 from notebook_runner import ROOT
 

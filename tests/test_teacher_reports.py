@@ -10,8 +10,8 @@ import pytest
 from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 
-from feedback.teacher.release import ROOT
-from feedback.teacher.reports import ReportExporter, report_config
+from feedback.teacher.course.release import ROOT
+from feedback.teacher.pages.reports import ReportExporter, report_config
 
 ALT = "Рисунок из вывода ячейки"
 HOSTILE_SIZE = {"width": "1 onerror=alert(1)", "height": "2 onload=alert(2)"}
@@ -93,7 +93,7 @@ def test_the_page_is_not_parsed_again(monkeypatch):
 
 
 #: SHA-256 исходника HTMLExporter.from_notebook_node в nbconvert 7.17 — метода, начало
-#: которого повторяет ReportExporter.from_notebook_node (feedback/teacher/reports.py).
+#: которого повторяет ReportExporter.from_notebook_node (feedback/teacher/pages/reports.py).
 COPIED_NBCONVERT_SOURCE = "3dccafff45cc4e749766089c7de2f5385ac071e03f4f5a15bfb3b025f54893b9"
 
 
@@ -107,7 +107,7 @@ def test_the_copied_nbconvert_code_is_still_what_nbconvert_does():
     source = inspect.getsource(HTMLExporter.from_notebook_node)
     assert hashlib.sha256(source.encode()).hexdigest() == COPIED_NBCONVERT_SOURCE, (
         f"В nbconvert {nbconvert.__version__} изменился HTMLExporter.from_notebook_node. "
-        "Сверьте с ним ReportExporter.from_notebook_node (feedback/teacher/reports.py): "
+        "Сверьте с ним ReportExporter.from_notebook_node (feedback/teacher/pages/reports.py): "
         "подсветку кода (Highlight2HTML), _init_resources, фильтр WidgetsDataTypeFilter с "
         "_nb_metadata и то, что делается после разбора страницы BeautifulSoup (подпись alt, "
         "tabindex). Если всё по-прежнему верно — обновите COPIED_NBCONVERT_SOURCE здесь и "
@@ -131,7 +131,7 @@ def lab4_work(tmp_path_factory):
     """База оценок с одной работой 7.4, записанной так же, как её пишет ``make grade``.
 
     Лабораторная заносится в базу препроцессором nbgrader SaveCells (его же зовёт
-    ``generate_assignment``), работа — :func:`feedback.teacher.gradebook.record` из
+    ``generate_assignment``), работа — :func:`feedback.teacher.records.gradebook.record` из
     результата единицы: 1 балл автопроверки из 5, ответ на вопрос 1 написан (его ждёт
     преподаватель), на вопросы 2 и 3 ответа нет; под ответами — ячейки критериев.
     """
@@ -139,8 +139,9 @@ def lab4_work(tmp_path_factory):
 
     from nbgrader.preprocessors import SaveCells
 
-    from feedback.teacher import gradebook, unit
-    from feedback.teacher.results import TaskOutcome, UnitResult
+    from feedback.teacher.core.results import TaskOutcome, UnitResult
+    from feedback.teacher.records import gradebook
+    from feedback.teacher.unit import pipeline as unit
 
     work = tmp_path_factory.mktemp("reports-work")
     db = f"sqlite:///{work / 'gradebook.db'}"
@@ -188,7 +189,7 @@ def _report(work) -> BeautifulSoup:
 @functools.cache
 def _writer(work):
     """Один экспортёр отчётов на папку: его шаблоны загружаются секунду."""
-    from feedback.teacher.reports import ReportWriter
+    from feedback.teacher.pages.reports import ReportWriter
 
     return ReportWriter(work)
 
@@ -265,12 +266,12 @@ def test_manual_points_have_a_decimal_comma_and_blank_comments_are_no_entries(la
 
 # ------------------------------------------------------------------- что печатает make grade
 
-#: Родитель — как при ``python -m feedback.teacher.grade``: главный модуль — grade. Процесс
+#: Родитель — как при ``python -m feedback.teacher.grading.grade``: главный модуль — grade. Процесс
 #: единицы порождается тем же шаблоном (forkserver), что и в оценивании.
 _UNIT_PROCESS = """
 import importlib.util, sys
-sys.modules["__main__"].__spec__ = importlib.util.find_spec("feedback.teacher.grade")
-from feedback.teacher import runner
+sys.modules["__main__"].__spec__ = importlib.util.find_spec("feedback.teacher.grading.grade")
+from feedback.teacher.unit import runner
 process = runner._CONTEXT.Process(target=print, args=("единица",))
 process.start()
 process.join()
@@ -359,7 +360,8 @@ def test_jumps_work_in_the_jupyterlab_html_viewer(lab4_work):
 @pytest.mark.slow  # настоящий make grade
 def test_unit_processes_of_make_grade_print_no_runpy_warning():
     """Каждая единица заново выполняет главный модуль родителя (multiprocessing): уже
-    импортированный шаблоном feedback.teacher.grade давал английское RuntimeWarning runpy."""
+    импортированный шаблоном feedback.teacher.grading.grade давал английское RuntimeWarning
+    runpy."""
     import subprocess
     import sys
 

@@ -5,7 +5,7 @@ import time
 import nbformat
 import pytest
 
-from feedback.teacher.assemble import is_answer
+from feedback.teacher.notebook.assemble import is_answer
 from feedback.teacher.review import allowed_helpers, course_modules, scan
 
 from notebook_runner import ROOT

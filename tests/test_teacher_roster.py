@@ -9,8 +9,8 @@ import zipfile
 
 import pytest
 
-from feedback.teacher import gradebook, roster
-from feedback.teacher.roster import (
+from feedback.teacher.intake import roster
+from feedback.teacher.intake.roster import (
     Matcher,
     RosterError,
     load_mapping,
@@ -21,7 +21,8 @@ from feedback.teacher.roster import (
     read_participants,
     save_participants,
 )
-from feedback.teacher.uploads import from_zip, route
+from feedback.teacher.intake.uploads import from_zip, route
+from feedback.teacher.records import gradebook
 
 from notebook_runner import ROOT
 from submissions import load, submission

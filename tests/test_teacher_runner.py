@@ -5,10 +5,10 @@ from dataclasses import replace
 
 import pytest
 
-from feedback.teacher import runner
-from feedback.teacher.results import Job
-from feedback.teacher.runner import cpu_slots, run_isolated
-from feedback.teacher.settings import CPU_LIMITS
+from feedback.teacher.core.results import Job
+from feedback.teacher.core.settings import CPU_LIMITS
+from feedback.teacher.unit import runner
+from feedback.teacher.unit.runner import cpu_slots, run_isolated
 
 from notebook_runner import ROOT
 

@@ -15,8 +15,9 @@ from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from feedback.engine.result import failed
-from feedback.teacher import safe_html
-from feedback.teacher.safe_html import (
+from feedback.teacher.core.settings import CPU_LIMITS, GPU_LIMITS
+from feedback.teacher.notebook import safe_html
+from feedback.teacher.notebook.safe_html import (
     HTML_LIMIT,
     MARKDOWN_LIMIT,
     MARKDOWN_NOTEBOOK_LIMIT,
@@ -27,7 +28,7 @@ from feedback.teacher.safe_html import (
     clean_notebook,
     clean_output_data,
 )
-from feedback.teacher.settings import CPU_LIMITS, GPU_LIMITS
+from feedback.teacher.pages import TEMPLATES
 
 
 class _Urls(HTMLParser):
@@ -147,7 +148,7 @@ def test_remote_images_in_markdown_answers_and_course_cells():
 
 
 def test_every_page_we_write_carries_the_content_security_policy():
-    template = Path(safe_html.__file__).parent / "templates" / "feedback_ru" / "index.html.j2"
+    template = TEMPLATES / "feedback_ru" / "index.html.j2"
     assert safe_html.CSP_META in template.read_text(encoding="utf-8")
     assert "mathjax" not in template.read_text(encoding="utf-8").split("{#- Без MathJax")[0]
 

@@ -12,10 +12,10 @@ import nbformat
 import pytest
 
 from feedback.settings import REQUIRE_SANDBOX
-from feedback.teacher import sandbox
-from feedback.teacher.execute import execute
-from feedback.teacher.sandbox import Limits, SandboxUnavailable, parse_size, sandbox_mode
-from feedback.teacher.warm import kernel_templates
+from feedback.teacher.unit import sandbox
+from feedback.teacher.unit.execute import execute
+from feedback.teacher.unit.sandbox import Limits, SandboxUnavailable, parse_size, sandbox_mode
+from feedback.teacher.unit.warm import kernel_templates
 
 from notebook_runner import ROOT
 
@@ -31,7 +31,7 @@ FAST = Limits(notebook_seconds=60, cell_seconds=20, memory_bytes=400 * 1024**2)
 
 
 #: Как запускается ядро: с нуля в песочнице, копией прогретой заготовки в песочнице
-#: (feedback.teacher.warm) и без песочницы. Всё, что песочница обещает, проверяется для обоих
+#: (feedback.teacher.unit.warm) и без песочницы. Всё, что песочница обещает, проверяется для обоих
 #: способов запуска в ней.
 MODES = [
     pytest.param("bwrap", marks=needs_bwrap),
@@ -168,7 +168,7 @@ def test_nothing_outlives_the_kernel(tmp_path, start):
 @pytest.mark.parametrize("start", MODES, indirect=True)
 def test_the_kernel_is_stopped_at_once_not_polled(tmp_path, monkeypatch, start):
     """jupyter_client проверяет убитое ядро раз в 0,1 с — лишняя десятая секунды на работу."""
-    from feedback.teacher import execute as execute_module
+    from feedback.teacher.unit import execute as execute_module
 
     stopping, slept, kernels = [], [], []
     real_sleep, real_shutdown = asyncio.sleep, execute_module._shutdown
@@ -422,7 +422,7 @@ GUARDED_CELLS = [
 @pytest.mark.parametrize("start", MODES, indirect=True)
 def test_the_guard_records_what_learner_cells_do_and_refuses_a_shadow_package(tmp_path, start):
     """Запись ядра (feedback.kernel_guard): события ячеек с файлом и строкой; подлог — отказ."""
-    from feedback.teacher.unit import cell_file_name
+    from feedback.teacher.unit.pipeline import cell_file_name
 
     execution = run(tmp_path, *GUARDED_CELLS, start=start)
     assert "отказано подкладывает свой пакет курса" in text(execution, 2)
@@ -462,7 +462,7 @@ FROM_STRINGS = [
 def test_code_a_cell_runs_from_a_string_is_recorded_as_that_cell(tmp_path, start):
     """Код из строки — события ячейки, которая его выполнила (строка вызова), или ячейки,
     которой нет в тетрадке (``run_cell``): запись ядра ничего из этого не теряет."""
-    from feedback.teacher.unit import cell_file_name
+    from feedback.teacher.unit.pipeline import cell_file_name
 
     execution = run(tmp_path, *FROM_STRINGS, start=start)
     assert "True" in text(execution, 3)

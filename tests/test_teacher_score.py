@@ -1,4 +1,4 @@
-"""Когда наблюдению ячейки-теста не верят (:func:`feedback.teacher.score.subversion`)."""
+"""Когда наблюдению ячейки-теста не верят (:func:`feedback.teacher.unit.score.subversion`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from feedback.engine.probe import OBSERVATION_MIME, observation_digest
-from feedback.teacher.score import subversion
+from feedback.teacher.unit.score import subversion
 
 TOKEN = "метка-работы"
 PAYLOAD = {

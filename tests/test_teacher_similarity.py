@@ -1,4 +1,4 @@
-"""Похожие ответы (feedback.teacher.similarity) на синтетическом наборе.
+"""Похожие ответы (feedback.teacher.pages.similarity) на синтетическом наборе.
 
 Набор создаётся здесь же: десять независимо написанных честных вариантов функции
 calculate_activation_memory (лабораторная 7.4) и десять абзацев ответа на вопрос 1 той же
@@ -19,8 +19,8 @@ from itertools import combinations
 import pytest
 from corpus import LAB4
 
-from feedback.teacher import similarity
-from feedback.teacher.similarity import Task, similar_pairs
+from feedback.teacher.pages import similarity
+from feedback.teacher.pages.similarity import Task, similar_pairs
 
 from submissions import cell_by_id, student_notebook, submission
 
@@ -359,7 +359,7 @@ def test_most_honest_variants_are_long_enough_to_be_compared():
 
 
 def test_csv_rows_carry_the_fragment_for_write_rows(tmp_path):
-    from feedback.teacher.tables import SimilarRow, write_rows
+    from feedback.teacher.core.tables import SimilarRow, write_rows
 
     answers = {
         "a": "=cmd|' /C calc'!A0 " + HONEST_TEXT[0],
@@ -436,7 +436,7 @@ def _short_work(work):
 
 
 def test_two_copied_short_answers_are_listed_and_the_question_alone_is_not(tmp_path):
-    from feedback.teacher import analytics
+    from feedback.teacher.pages import analytics
 
     from submissions import read_csv
 

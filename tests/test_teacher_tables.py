@@ -9,8 +9,8 @@ import typing
 
 import pytest
 
-from feedback.teacher import files, tables
-from feedback.teacher.tables import safe_cell, write_csv
+from feedback.teacher.core import files, tables
+from feedback.teacher.core.tables import safe_cell, write_csv
 
 DANGEROUS = ['=HYPERLINK("http://evil","жми")', "+1", "-2+3", "@SUM(A1)", "\tx"]
 
@@ -285,9 +285,9 @@ def test_console_lines_carry_no_control_characters():
     """Строка консоли с именем из работы: ESC, «справа налево», перевод строки — видимой
     записью (одна строка на экране); обычный текст — без изменений. Так и строка хода
     make grade."""
-    from feedback.teacher import grade
-    from feedback.teacher.console import safe_console
-    from feedback.teacher.results import TaskOutcome, UnitResult
+    from feedback.teacher.core.console import safe_console
+    from feedback.teacher.core.results import TaskOutcome, UnitResult
+    from feedback.teacher.grading import grade
 
     assert safe_console("Иванов · 7.2: 2 из 2 (1,5 с)") == "Иванов · 7.2: 2 из 2 (1,5 с)"
     assert safe_console("a\x1b[2Jb\nВсё собрано\u202e") == "a\\x1b[2Jb\\nВсё собрано\\u202e"

@@ -13,8 +13,8 @@ import zlib
 
 import pytest
 
-from feedback.teacher import uploads
-from feedback.teacher.uploads import (
+from feedback.teacher.intake import uploads
+from feedback.teacher.intake.uploads import (
     MAX_JSON_CONTAINERS,
     MAX_JSON_DEPTH,
     MAX_JSON_VALUES,

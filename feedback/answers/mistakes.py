@@ -5,7 +5,7 @@
 код, а вердикт — код той ошибки, к которой дана подсказка
 (:attr:`feedback.engine.result.CheckResult.mistake`).
 Учащийся кода не видит: по кодам преподаватель после ``make grade`` видит, что класс
-понял не так (mistakes.csv, summary.html, mistakes.md — :mod:`feedback.teacher.analytics`).
+понял не так (mistakes.csv, summary.html, mistakes.md — :mod:`feedback.teacher.pages.analytics`).
 
 Код — ``тема.ошибка`` латиницей; у одного кода — одна подсказка, у одной подсказки — один код
 (это проверяет tests/test_teacher_analytics.py). Непройденная проверка без известной

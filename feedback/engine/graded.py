@@ -286,7 +286,8 @@ def check_function(name: str) -> Callable[..., CheckResult]:
 
     Ищется в уже импортированном модуле лабораторной (``sys.modules``): движок модулей
     лабораторных не импортирует. Импортирует модуль по имени :func:`feedback.checks.load`, а в
-    ядре оценивания — сам зонд (:func:`feedback.teacher.assemble.probe_source`). Подменённый
+    ядре оценивания — сам зонд (:func:`feedback.teacher.notebook.assemble.probe_source`).
+    Подменённый
     модуль или подменённая функция проверки — не проверка курса: :class:`KeyError`.
     """
     path = f"feedback.{check_module(name)}"

@@ -17,7 +17,7 @@
 Кто пользуется: тетрадки импортируют не эти модули, а :mod:`feedback.runtime` (какая
 видеокарта и какую модель грузить) и :mod:`feedback.qa_data`, которые собраны из них;
 :mod:`feedback.wall` и :mod:`feedback.answers.precision` берут отсюда бюджет памяти T4, а
-:mod:`feedback.teacher.caches` — крошечную модель для ядер оценивания.
+:mod:`feedback.teacher.unit.caches` — крошечную модель для ядер оценивания.
 
 Тяжёлые библиотеки (jax, keras, tensorflow) модули импортируют сами и только когда нужны:
 ``import feedback.gpu.<модуль>`` их не тянет.

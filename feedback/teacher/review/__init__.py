@@ -69,7 +69,8 @@
   строк, пределы размера;
 - :mod:`~feedback.teacher.review.bindings` — привязки имён и значения выражений;
 - :mod:`~feedback.teacher.review.reporter` — сверка обращений с таблицами;
-- здесь — :func:`scan`, который их соединяет; находка — :class:`~feedback.teacher.results.Finding`.
+- здесь — :func:`scan`, который их соединяет; находка —
+:class:`~feedback.teacher.core.results.Finding`.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from feedback.teacher.results import Finding
+from feedback.teacher.core.results import Finding
 from feedback.teacher.review.bindings import Notebook, is_course
 from feedback.teacher.review.cells import (
     MAX_CELL_CHARS,

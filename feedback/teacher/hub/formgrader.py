@@ -1,0 +1,105 @@
+"""Ручная проверка в formgrader: ``make formgrader``.
+
+JupyterLab из окружения курса (``.venv/bin/jupyter`` — после ``make env`` его нет в PATH),
+запущенный в папке курса: там nbgrader_config.py, и formgrader (расширение сервера nbgrader)
+видит лабораторные, базу оценок и оценённые работы рабочей папки (``.course-work/`` или
+``COURSE7_GRADING_DIR``). Браузер открывается сразу на formgrader, а адрес с токеном
+печатается — его можно открыть и вручную. Сервер слушает только 127.0.0.1; токен передаётся
+через окружение (``JUPYTER_TOKEN``), а не аргументом, который видят другие пользователи
+машины в списке процессов.
+
+В JupyterLab того же сервера (``/lab``) formgrader — меню Nbgrader → Formgrader. Пункт
+«Formgrader (local)» расширение nbgrader показывает, только если в Settings → Nbgrader →
+Formgrader включено «Allow local nbgrader config file»: он читает nbgrader_config.py из
+папки, открытой в файловом браузере, а курсу нужен тот, что в корне.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import socket
+import sys
+from pathlib import Path
+
+from feedback.teacher.core.settings import ROOT
+
+#: Расширение сервера nbgrader со страницами formgrader.
+EXTENSION = "nbgrader.server_extensions.formgrader"
+#: Страница, на которой открывается браузер: formgrader, а не JupyterLab.
+START_PAGE = "/formgrader"
+HOST = "127.0.0.1"
+#: Порты, которые пробуются по порядку (как у Jupyter), прежде чем взять любой свободный.
+PORTS = range(8888, 8898)
+
+
+def jupyter() -> Path:
+    """``jupyter`` окружения, в котором запущен этот Python (``.venv/bin/jupyter``)."""
+    return Path(sys.executable).with_name("jupyter")
+
+
+def free_port(candidates: range = PORTS) -> int:
+    """Первый свободный порт из ``candidates`` на 127.0.0.1, иначе любой свободный."""
+    for port in [*candidates, 0]:
+        with socket.socket() as sock:
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise OSError("нет свободного порта")
+
+
+def command(root: Path, port: int, open_browser: bool = True) -> list[str]:
+    """Команда JupyterLab с formgrader в папке курса ``root`` на порту ``port``."""
+    parts = [
+        str(jupyter()),
+        "lab",
+        f"--ServerApp.root_dir={root}",
+        f"--ServerApp.jpserver_extensions={EXTENSION}=True",
+        f"--LabApp.default_url={START_PAGE}",
+        f"--ServerApp.ip={HOST}",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+    ]
+    if not open_browser:
+        parts.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        parts.append("--allow-root")
+    return parts
+
+
+def environment(token: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """Окружение сервера: токен и папка скриптов .venv первой в PATH (nbgrader зовёт alembic)."""
+    env = dict(os.environ if base is None else base)
+    env["JUPYTER_TOKEN"] = token
+    env["PATH"] = os.pathsep.join([str(jupyter().parent), env.get("PATH", "")])
+    return env
+
+
+def url(port: int, token: str) -> str:
+    return f"http://{HOST}:{port}{START_PAGE}?token={token}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="formgrader курса 7 для ручной проверки.")
+    parser.add_argument("--port", type=int, default=None, help="порт (по умолчанию свободный)")
+    parser.add_argument("--no-browser", action="store_true", help="не открывать браузер")
+    args = parser.parse_args(argv)
+    port = args.port or free_port()
+    token = secrets.token_hex(24)
+    print(f"formgrader: {url(port, token)}", flush=True)
+    print(
+        "Браузер откроется сам; JupyterLab — тот же адрес с /lab вместо /formgrader (меню "
+        "Nbgrader → Formgrader). Остановить — Ctrl+C.",
+        flush=True,
+    )
+    parts = command(ROOT, port, open_browser=not args.no_browser)
+    os.chdir(ROOT)
+    os.execve(parts[0], parts, environment(token))
+    return 0  # сюда execve не возвращается
+
+
+if __name__ == "__main__":
+    sys.exit(main())
