@@ -410,7 +410,7 @@ def fresh_work(tmp_path_factory):
             if shutil.which("bwrap") is None:
                 settings = replace(settings, sandbox="none")
             run = grade.prepare(settings, jobs=2)
-            grade.warm_up(run, set(WARM_LABS), settings.cache)
+            grade.warm_up(run, set(WARM_LABS), settings.workspace.cache)
             (template / ".grading-secret").unlink()  # у каждой копии будет свой
             (template / ".ready").touch()
 

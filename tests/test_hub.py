@@ -104,7 +104,7 @@ def test_one_learner_through_the_hub_and_through_moodle_is_one_id(tmp_path, fres
     work = fresh_work(tmp_path / "work")
     settings = _settings(work)
     notebook = lab2(CORRECT)
-    collected = write_submission(settings.submitted, "ivanov", LAB2, notebook).parent
+    collected = write_submission(settings.workspace.submitted, "ivanov", LAB2, notebook).parent
     (collected / hub.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
     (collected / hub.SUBMISSION_SECRET).write_text("secret")
     grade.grade(roster_file=_roster(tmp_path), settings=settings)
@@ -131,7 +131,12 @@ def _submit(
     """Сдача в inbound, как её кладёт ``nbgrader submit``: тетрадка, время и секрет сдачи.
 
     ``answer`` — письменный ответ на вопрос 1 (без него — нетронутая заготовка)."""
-    folder = settings.exchange / COURSE_ID / "inbound" / f"{student}+{LAB2}+{stamp}+{stamp[-6:]}"
+    folder = (
+        settings.workspace.exchange
+        / COURSE_ID
+        / "inbound"
+        / f"{student}+{LAB2}+{stamp}+{stamp[-6:]}"
+    )
     folder.mkdir(parents=True)
     notebook = lab2(function, **({QUESTION: answer} if answer is not None else {}))
     (folder / f"{LAB2}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
@@ -150,11 +155,13 @@ def test_collect_takes_each_learners_latest_submission(tmp_path, fresh_work):
     hub.collect(settings)
     collected = {
         path.parent.parent.name: parse_utc(path.read_text())
-        for path in settings.submitted.glob("*/*/timestamp.txt")
+        for path in settings.workspace.submitted.glob("*/*/timestamp.txt")
     }
     assert set(collected) == {"ivanov", "Petrova"}
     assert collected["ivanov"] < collected["Petrova"]  # время ядра, а не написанное учащимся
-    notebook = json.loads((settings.submitted / "ivanov" / LAB2 / f"{LAB2}.ipynb").read_text())
+    notebook = json.loads(
+        (settings.workspace.submitted / "ivanov" / LAB2 / f"{LAB2}.ipynb").read_text()
+    )
     assert CORRECT in ["".join(cell["source"]) for cell in notebook["cells"]]
 
 
@@ -576,7 +583,7 @@ def summary_section(course_hub, settings: Settings, section: str, name: str) -> 
 
 def graded_sources(settings: Settings, student: str) -> dict[str, str]:
     """Ячейки проверенной тетрадки учащегося (autograded/) по grade_id: что оценено."""
-    autograded = settings.autograded / student / LAB2 / f"{LAB2}.ipynb"
+    autograded = settings.workspace.autograded / student / LAB2 / f"{LAB2}.ipynb"
     cells = json.loads(autograded.read_text(encoding="utf-8"))["cells"]
     return {
         cell["metadata"].get("nbgrader", {}).get("grade_id"): "".join(cell["source"])
@@ -617,13 +624,13 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
         ("Petrova", None),
         ("ivanov", None),
     ]
-    assert len(list((settings.exchange / COURSE_ID / "feedback").glob("*.html"))) == 2
+    assert len(list((settings.workspace.exchange / COURSE_ID / "feedback").glob("*.html"))) == 2
     seen = {name: learner_opens_feedback(course_hub, name) for name in TYPED}
     scores = {row["student_id"]: row for row in read_csv(settings.work / "grades.csv")}
     # Автопроверка 2 балла и ручной 1 — в оценках и в заголовке отчёта, который видит учащийся.
     assert float(scores["ivanov"]["score"]) == 3
     for name, text in seen.items():
-        report = settings.feedback_reports / name / LAB2 / f"{LAB2}.html"
+        report = settings.workspace.feedback_reports / name / LAB2 / f"{LAB2}.html"
         fetched = chosen.users / name.lower() / COURSE_ID / LAB2 / "feedback"
         (copy,) = fetched.glob(f"*/{LAB2}.html")
         assert copy.read_bytes() == report.read_bytes()  # отчёт этой работы, и ничей другой

@@ -350,7 +350,7 @@ def test_the_exchange_works_between_unix_users(python_for_learners, fresh_work):
         assert copy.stat().st_uid == pwd.getpwnam(petrova).pw_uid
         submitted = as_learner(chosen, petrova, nbgrader, "submit", LAB)
         assert submitted.returncode == 0, submitted.stderr
-        inbound = settings.exchange / "course7" / "inbound"
+        inbound = settings.workspace.exchange / "course7" / "inbound"
         (folder,) = inbound.iterdir()
         assert folder.name.startswith(f"Petrova+{LAB}+")  # id из списка, а не логин Unix
         assert folder.stat().st_uid == pwd.getpwnam(petrova).pw_uid  # кто сдал на самом деле
@@ -360,4 +360,4 @@ def test_the_exchange_works_between_unix_users(python_for_learners, fresh_work):
         peek = as_learner(chosen, ivanov, "cat", str(home / "course7" / LAB / f"{LAB}.ipynb"))
         assert peek.returncode != 0 and "Permission denied" in peek.stderr
         hub.collect(settings)  # make collect
-        assert (settings.submitted / "Petrova" / LAB / f"{LAB}.ipynb").is_file()
+        assert (settings.workspace.submitted / "Petrova" / LAB / f"{LAB}.ipynb").is_file()

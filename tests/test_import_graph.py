@@ -35,7 +35,7 @@ PACKAGE = ROOT / "feedback"
 #: Комнаты программы преподавателя снизу вверх: комната импортирует только комнаты ниже себя.
 #: Основа (настройки, рабочая папка, список лабораторных, таблицы) → тетрадки nbgrader вообще →
 #: обзор кода → курс (выпуск) → приём работ → единица оценивания → записи семестра →
-#: страницы → LMS → сервер курса → запуск оценивания целиком.
+#: страницы → LMS → сервер курса → запуск оценивания целиком → команды make.
 TEACHER_ROOMS: tuple[str, ...] = (
     "core",
     "notebook",
@@ -48,6 +48,7 @@ TEACHER_ROOMS: tuple[str, ...] = (
     "lms",
     "hub",
     "grading",
+    "commands",
 )
 #: Слои программы преподавателя: «teacher.комната».
 TEACHER_LAYERS = tuple(f"teacher.{room}" for room in TEACHER_ROOMS)
@@ -65,7 +66,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tools": ("feedback.workspace", "feedback.kernel_guard", "feedback.kernel_template"),
     # Сам пакет feedback.teacher (только описание) — на верхнем этаже.
     **{
-        layer: (f"feedback.{layer}",) + (("feedback.teacher",) if room == "grading" else ())
+        layer: (f"feedback.{layer}",) + (("feedback.teacher",) if room == TEACHER_ROOMS[-1] else ())
         for room, layer in zip(TEACHER_ROOMS, TEACHER_LAYERS, strict=True)
     },
 }

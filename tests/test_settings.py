@@ -296,9 +296,9 @@ def test_the_registry_is_light():
 def test_grading_settings_from_the_environment(tmp_path):
     found = Settings.from_env({"COURSE7_GRADING_DIR": str(tmp_path), "JOBS": "3"})
     assert found.work == tmp_path.resolve() and found.jobs == 3
-    assert found.gradebook_url == gradebook_url(tmp_path.resolve())
-    assert found.gradebook_url == f"sqlite:///{tmp_path.resolve() / 'gradebook.db'}"
-    assert found.submitted == tmp_path.resolve() / "submitted"
+    assert found.workspace.gradebook_url == gradebook_url(tmp_path.resolve())
+    assert found.workspace.gradebook_url == f"sqlite:///{tmp_path.resolve() / 'gradebook.db'}"
+    assert found.workspace.submitted == tmp_path.resolve() / "submitted"
     assert Settings.from_env({}).work == (ROOT / ".course-work").resolve()
     assert Settings.from_env({}).cpu_limits == CPU_LIMITS
     budgets = Settings.from_env({"COURSE7_NOTEBOOK_TIMEOUT": "30", "COURSE7_CALL_TIMEOUT": "1"})

@@ -66,8 +66,8 @@ def unix_users() -> Iterator[dict[str, int]]:
 def settings(tmp_path) -> Settings:
     chosen = replace(Settings(), work=tmp_path / "work")
     hub.prepare_exchange(chosen)
-    (chosen.exchange / COURSE_ID / "outbound").mkdir(parents=True)
-    inbound = chosen.exchange / COURSE_ID / "inbound"
+    (chosen.workspace.exchange / COURSE_ID / "outbound").mkdir(parents=True)
+    inbound = chosen.workspace.exchange / COURSE_ID / "inbound"
     inbound.mkdir()
     inbound.chmod(0o3733)  # как после make hub-release: сдавать могут все, читать — нет
     return chosen
@@ -82,7 +82,7 @@ def submit(
 ) -> Path:
     """Сдача в inbound, как её кладёт ``nbgrader submit`` от пользователя ``uid``."""
     name = f"{student}+{LAB}+{stamp}+{os.urandom(4).hex()}"
-    folder = settings.exchange / COURSE_ID / "inbound" / name
+    folder = settings.workspace.exchange / COURSE_ID / "inbound" / name
     folder.mkdir()
     (folder / f"{LAB}.ipynb").write_bytes(_notebook(answer))
     (folder / hub.TIMESTAMP).write_text(stamp)
@@ -95,7 +95,7 @@ def submit(
 
 
 def collected(settings: Settings, student: str) -> dict[str, bytes]:
-    folder = settings.submitted / student / LAB
+    folder = settings.workspace.submitted / student / LAB
     return {
         path.relative_to(folder).as_posix(): path.read_bytes()
         for path in sorted(folder.rglob("*"))
@@ -168,7 +168,7 @@ def test_a_folder_named_like_nbgraders_files_stops_nobody(settings):
     assert collected(settings, "aaa")[hub.TIMESTAMP].decode().startswith("20")
     rows = {row.file.rsplit("/", 1)[1]: row.problem for row in problems(settings)}
     assert "обычный файл" in rows[hub.TIMESTAMP] and "обычный файл" in rows[hub.SUBMISSION_SECRET]
-    assert not list(settings.submitted.glob("*/.*collecting*"))
+    assert not list(settings.workspace.submitted.glob("*/.*collecting*"))
     assert [item.student for item in hub.hub_feedback(settings)] == ["bbb"]
 
 
@@ -289,19 +289,21 @@ def test_a_later_edit_of_the_submitted_file_counts_as_a_later_submission(setting
 
 @pytest.mark.parametrize("mode", [0o777, 0o2777])
 def test_an_exchange_root_open_to_all_without_sticky_bit_is_refused(settings, mode):
-    settings.exchange.chmod(mode)
+    settings.workspace.exchange.chmod(mode)
     submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC")
     for action in (lambda: hub.collect(settings), lambda: hub.release(settings, LAB)):
         with pytest.raises(hub.HubError, match=r"бита sticky нет.*chmod \+t"):
             action()
     assert collected(settings, "ivanov") == {}
-    assert stat.S_IMODE(settings.exchange.stat().st_mode) == mode  # сам курс права не меняет
+    assert (
+        stat.S_IMODE(settings.workspace.exchange.stat().st_mode) == mode
+    )  # сам курс права не меняет
 
 
 def test_a_replaced_course_folder_is_refused(settings, unix_users, monkeypatch, capsys):
     """Учащаяся переименовала папку курса и положила свою: ни сбора, ни выпуска, код выхода 2."""
-    course = settings.exchange / COURSE_ID
-    course.rename(settings.exchange / "old")
+    course = settings.workspace.exchange / COURSE_ID
+    course.rename(settings.workspace.exchange / "old")
     (course / "inbound").mkdir(parents=True)
     os.chown(course, unix_users[OTHER], unix_users[OTHER])
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
@@ -329,12 +331,12 @@ def test_the_exchange_root_stays_as_the_administrator_set_it(tmp_path):
 
 def test_an_inbound_of_an_earlier_release_gets_the_sticky_bit_and_a_link_is_refused(settings):
     """inbound прежнего выпуска nbgrader (2733) получает sticky; inbound-ссылка — отказ."""
-    inbound = settings.exchange / COURSE_ID / "inbound"
+    inbound = settings.workspace.exchange / COURSE_ID / "inbound"
     inbound.chmod(0o2733)
     hub.prepare_exchange(settings)
     assert stat.S_IMODE(inbound.stat().st_mode) == 0o3733
-    inbound.rename(settings.exchange / "moved")
-    inbound.symlink_to(settings.exchange / "moved", target_is_directory=True)
+    inbound.rename(settings.workspace.exchange / "moved")
+    inbound.symlink_to(settings.workspace.exchange / "moved", target_is_directory=True)
     with pytest.raises(hub.HubError, match="ссылка или файл"):
         hub.collect(settings)
 
@@ -343,11 +345,11 @@ def test_an_inbound_of_an_earlier_release_gets_the_sticky_bit_and_a_link_is_refu
 def test_hub_release_keeps_the_sticky_bit(tmp_path):
     """make hub-release не снимает бит sticky с корня и ставит его на inbound."""
     settings = replace(Settings(), work=tmp_path / "work")
-    settings.exchange.mkdir(parents=True)
-    settings.exchange.chmod(0o1777)
+    settings.workspace.exchange.mkdir(parents=True)
+    settings.workspace.exchange.chmod(0o1777)
     hub.release(settings, LAB)
-    assert stat.S_IMODE(settings.exchange.stat().st_mode) == 0o1777
-    inbound = settings.exchange / COURSE_ID / "inbound"
+    assert stat.S_IMODE(settings.workspace.exchange.stat().st_mode) == 0o1777
+    inbound = settings.workspace.exchange / COURSE_ID / "inbound"
     assert inbound.stat().st_mode & stat.S_ISVTX
 
 
@@ -371,7 +373,7 @@ def test_a_collect_without_the_rights_of_class_mode_says_what_to_run(settings, m
     """Класс make hub: inbound — root; make collect без sudo — русская строка, не трассировка."""
 
     def denied(*args, **kwargs):
-        raise PermissionError(13, "Permission denied", str(settings.exchange / COURSE_ID))
+        raise PermissionError(13, "Permission denied", str(settings.workspace.exchange / COURSE_ID))
 
     monkeypatch.setattr(exchange, "collect", denied)
     with pytest.raises(hub.HubError, match="sudo make collect"):
@@ -382,7 +384,7 @@ def test_a_flood_of_folders_from_one_user_is_cut_with_one_row(settings, unix_use
     """Тысячи папок одного учащегося не держат сбор: читаются первые, об остальных — одна
     строка problems.csv; сдача соседа собрана."""
     monkeypatch.setattr(exchange, "MAX_FOLDERS_PER_OWNER", 3)
-    inbound = settings.exchange / COURSE_ID / "inbound"
+    inbound = settings.workspace.exchange / COURSE_ID / "inbound"
     for number in range(20):
         junk = inbound / f"junk{number:02d}"
         junk.mkdir()
@@ -402,12 +404,12 @@ def test_a_collect_killed_halfway_is_recovered_by_the_next(settings):
     возвращает прежнюю собранную сдачу и убирает недособранную папку."""
     submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC", "x = 1")
     hub.collect(settings)
-    final = settings.submitted / "ivanov" / LAB
+    final = settings.workspace.submitted / "ivanov" / LAB
     before = collected(settings, "ivanov")
     final.rename(final.parent / f".{LAB}.old-dead")
     (final.parent / f".{LAB}.collecting-dead").mkdir()
 
-    exchange._recover(settings.submitted)
+    exchange._recover(settings.workspace.submitted)
 
     assert collected(settings, "ivanov") == before
     assert sorted(p.name for p in final.parent.iterdir()) == [LAB]

@@ -106,7 +106,7 @@ def test_each_learner_submits_under_the_roster_id(prepared_hub):
     config = _nbgrader(prepared_hub.config / "petrova")
     assert config.CourseDirectory.student_id == "Petrova"
     assert config.CourseDirectory.course_id == COURSE_ID
-    assert config.Exchange.root == str(prepared_hub.settings.exchange)
+    assert config.Exchange.root == str(prepared_hub.settings.workspace.exchange)
     assert config.Exchange.path_includes_course is True
     hidden = _disabled(prepared_hub.config / "petrova")
     assert "@jupyter/nbgrader:formgrader" in hidden
@@ -136,7 +136,9 @@ def test_each_server_gets_its_own_settings_and_the_teacher_the_course(prepared_h
     hub._pre_spawn_hook(spawner)
     assert spawner.notebook_dir == str(ROOT)  # formgrader: курс внутри корня сервера
     assert spawner.environment["COURSE7_GRADING_DIR"] == str(prepared_hub.settings.work)
-    assert spawner.environment["COURSE7_EXCHANGE_DIR"] == str(prepared_hub.settings.exchange)
+    assert spawner.environment["COURSE7_EXCHANGE_DIR"] == str(
+        prepared_hub.settings.workspace.exchange
+    )
     assert spawner.environment["JUPYTER_CONFIG_PATH"] == str(prepared_hub.config / "teacher")
     assert spawner.environment["KEEP"] == "1"
 
@@ -159,7 +161,7 @@ def test_a_restart_keeps_passwords_and_learners_files(prepared_hub, tmp_path):
 
 
 def test_the_exchange_is_open_to_every_learner(prepared_hub):
-    mode = stat.S_IMODE(prepared_hub.settings.exchange.stat().st_mode)
+    mode = stat.S_IMODE(prepared_hub.settings.workspace.exchange.stat().st_mode)
     assert mode == 0o1777  # все сдают, но чужую папку не переименовать (бит sticky)
 
 
@@ -203,7 +205,7 @@ def test_labs_are_named_by_id_or_number():
 
 def test_inbound_lists_every_attempt(tmp_path):
     settings = replace(Settings(), work=tmp_path)
-    inbound = settings.exchange / COURSE_ID / "inbound"
+    inbound = settings.workspace.exchange / COURSE_ID / "inbound"
     for name in (
         f"Petrova+{LAB}+2026-12-01 10:00:00.000000 UTC+abc",
         f"Petrova+{LAB}+2026-12-02 10:00:00.000000 UTC+def",
@@ -215,13 +217,13 @@ def test_inbound_lists_every_attempt(tmp_path):
 
 
 def _submission(settings: Settings, student: str, answer: str) -> dict:
-    folder = settings.submitted / student / LAB
+    folder = settings.workspace.submitted / student / LAB
     folder.mkdir(parents=True)
     nb = {"cells": [{"cell_type": "code", "source": answer, "metadata": {}}], "metadata": {}}
     (folder / f"{LAB}.ipynb").write_text(json.dumps(nb))
     (folder / hub.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
     (folder / hub.SUBMISSION_SECRET).write_text(f"secret-{student}")
-    report = settings.feedback_reports / student / LAB / f"{LAB}.html"
+    report = settings.workspace.feedback_reports / student / LAB / f"{LAB}.html"
     report.parent.mkdir(parents=True)
     report.write_text("<html></html>")
     return nb
@@ -239,7 +241,7 @@ def test_feedback_goes_only_to_the_submission_that_was_graded(tmp_path):
         for student, nb in (("ivanov", graded), ("Petrova", newer))
     }
     ledger.save_scores(settings.work, scores)
-    resubmitted = settings.submitted / "Petrova" / LAB / f"{LAB}.ipynb"
+    resubmitted = settings.workspace.submitted / "Petrova" / LAB / f"{LAB}.ipynb"
     resubmitted.write_text(json.dumps({**newer, "cells": []}))
     found = {item.student: item.problem for item in hub.hub_feedback(settings)}
     assert found["ivanov"] is None
@@ -252,9 +254,10 @@ def test_the_exchange_can_live_outside_the_work_folder(tmp_path):
     shared = tmp_path / "srv" / "exchange"
     env = {"COURSE7_GRADING_DIR": str(tmp_path / "work"), "COURSE7_EXCHANGE_DIR": str(shared)}
     settings = Settings.from_env(env)
-    assert settings.exchange == shared
+    assert settings.workspace.exchange == shared
     assert (
-        Settings.from_env({"COURSE7_GRADING_DIR": str(tmp_path)}).exchange == tmp_path / "exchange"
+        Settings.from_env({"COURSE7_GRADING_DIR": str(tmp_path)}).workspace.exchange
+        == tmp_path / "exchange"
     )
     learner = _nbgrader(hub.write_user_config(tmp_path / "config", "ivanov", settings))
     assert learner.Exchange.root == str(shared)
@@ -274,10 +277,10 @@ def test_late_submissions_are_named_against_the_due_date(tmp_path):
         "smirnov": "2026-12-02 00:00:01.000000 UTC",
     }
     for student, stamp in stamps.items():
-        folder = settings.submitted / student / LAB
+        folder = settings.workspace.submitted / student / LAB
         folder.mkdir(parents=True)
         (folder / hub.TIMESTAMP).write_text(stamp)
-    (settings.submitted / "kuznetsov" / LAB).mkdir(parents=True)  # из архива Moodle
+    (settings.workspace.submitted / "kuznetsov" / LAB).mkdir(parents=True)  # из архива Moodle
     found = {item.student: item.seconds for item in hub.late(settings)}
     assert found == {"ivanov": 2 * 86400 - 29.5, "smirnov": 61}
     lines = hub.late_lines(hub.late(settings))

@@ -38,6 +38,8 @@ from feedback.settings import (
     SCHEDULER,
     WARM_KERNELS,
 )
+from feedback.teacher.core.labs import Lab, course_labs, find_lab, is_gpu_notebook
+from feedback.teacher.core.workspace import Workspace
 
 #: Корень репозитория курса (это же — курс nbgrader) и пакет проверок.
 ROOT = Path(__file__).resolve().parents[3]
@@ -107,12 +109,8 @@ UPLOAD_LIMITS = UploadLimits()
 
 
 def is_gpu_lab(release: Mapping[str, Any]) -> bool:
-    """GPU-лабораторная (7.1, 7.3, 7.5, 7.6): выпуск помечен ``metadata.course7.extra = "gpu"``.
-
-    Годится и тетрадка nbformat, и её JSON.
-    """
-    metadata = release.get("metadata") or {}
-    return (metadata.get("course7") or {}).get("extra") == "gpu"
+    """GPU-лабораторная по её выпуску (:func:`feedback.teacher.core.labs.is_gpu_notebook`)."""
+    return is_gpu_notebook(release)
 
 
 def budget_changes(env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -133,7 +131,7 @@ def budget_changes(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 def gradebook_url(work: Path) -> str:
     """Адрес базы оценок nbgrader в рабочей папке (SQLite)."""
-    return f"sqlite:///{work / 'gradebook.db'}"
+    return Workspace(work).gradebook_url
 
 
 def _path(value: Any) -> Path | None:
@@ -203,55 +201,19 @@ class Settings:
         return self.solutions / lab / f"{lab}.ipynb"
 
     # ----------------------------------------------------------------------- рабочая папка
+    @property
+    def labs(self) -> tuple[Lab, ...]:
+        """Лабораторные курса (:mod:`feedback.teacher.core.labs`): solutions/ этого корня."""
+        return course_labs(self.root)
+
+    def find_lab(self, text: str) -> Lab:
+        """Лабораторная курса по id или номеру; нет такой — :class:`~.labs.UnknownLab`."""
+        return find_lab(text, self.labs)
 
     @property
-    def gradebook(self) -> Path:
-        return self.work / "gradebook.db"
-
-    @property
-    def gradebook_url(self) -> str:
-        return gradebook_url(self.work)
-
-    @property
-    def submitted(self) -> Path:
-        return self.work / "submitted"
-
-    @property
-    def autograded(self) -> Path:
-        return self.work / "autograded"
-
-    @property
-    def feedback_reports(self) -> Path:
-        return self.work / "feedback_reports"
-
-    @property
-    def solution_release(self) -> Path:
-        return self.work / "solution_release"
-
-    @property
-    def release(self) -> Path:
-        """Выпуски лабораторных, с которыми сверяются работы (их же nbgrader заносит в базу)."""
-        return self.work / "release"
-
-    @property
-    def exchange(self) -> Path:
-        """exchange nbgrader (курс на JupyterHub): ``COURSE7_EXCHANGE_DIR`` или в рабочей папке."""
-        return self.exchange_dir or self.work / "exchange"
-
-    @property
-    def units(self) -> Path:
-        """Папки единиц этого запуска (задания с работами); их остатки убирает следующий запуск."""
-        return self.work / "units"
-
-    @property
-    def cache(self) -> Path:
-        """Кэши единиц на этой машине: крошечная Gemma и кэш компиляции JAX (прогрев)."""
-        return self.work / "cache"
-
-    @property
-    def dask_certs(self) -> Path:
-        """Сертификаты Dask (``make dask-certs``): ``COURSE7_DASK_CERTS`` или в рабочей папке."""
-        return self.dask_certs_dir or self.work / "dask-certs"
+    def workspace(self) -> Workspace:
+        """Рабочая папка и всё, что в ней (:class:`~feedback.teacher.core.workspace.Workspace`)."""
+        return Workspace(self.work, self.exchange_dir, self.dask_certs_dir)
 
     def course_directory(self) -> dict[str, Any]:
         """Настройки ``CourseDirectory`` nbgrader: курс — репозиторий, рабочие папки — в work."""
@@ -260,9 +222,9 @@ class Settings:
             "root": str(self.root),
             "source_directory": "solutions",
             "release_directory": "notebooks",
-            "submitted_directory": str(self.submitted),
-            "autograded_directory": str(self.autograded),
-            "feedback_directory": str(self.feedback_reports),
-            "solution_directory": str(self.solution_release),
-            "db_url": self.gradebook_url,
+            "submitted_directory": str(self.workspace.submitted),
+            "autograded_directory": str(self.workspace.autograded),
+            "feedback_directory": str(self.workspace.feedback_reports),
+            "solution_directory": str(self.workspace.solution_release),
+            "db_url": self.workspace.gradebook_url,
         }

@@ -2,7 +2,8 @@
 
 **Одна схема на таблицу.** Таблицы рабочей папки — договор между оцениванием, аналитикой,
 сводкой и выгрузкой, поэтому столбцы каждой записаны здесь один раз: это поля её типа
-строки (неизменяемый dataclass) по порядку, а имя файла — ``FILE`` того же типа. Заголовок
+строки (неизменяемый dataclass) по порядку, а имя файла — ``FILE`` того же типа (из
+:class:`~feedback.teacher.core.workspace.Workspace`: все имена рабочей папки — там). Заголовок
 выводится из полей (:func:`header`), пишутся (:func:`write_rows`) и читаются
 (:func:`read_rows`) только целые строки этого типа. Новый столбец problems.csv — новое поле
 :class:`Problem` здесь; прежние файлы читаются по именам столбцов, и столбец, которого в
@@ -36,6 +37,7 @@ from typing import Any, ClassVar, TypeVar
 from feedback.settings import MIB
 from feedback.teacher.core.console import escape_controls
 from feedback.teacher.core.files import replacing
+from feedback.teacher.core.workspace import Workspace
 
 #: С чего начинается формула (список OWASP).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -179,7 +181,7 @@ class Problem:
     Учащийся «?» — не удалось понять, чья это работа; лабораторная «?» — какая.
     """
 
-    FILE: ClassVar[str] = "problems.csv"
+    FILE: ClassVar[str] = Workspace.PROBLEMS
 
     student: str = column("student_id")
     lab: str
@@ -195,7 +197,7 @@ class ReviewRow:
     (:class:`feedback.teacher.core.results.Finding`).
     """
 
-    FILE: ClassVar[str] = "needs_review.csv"
+    FILE: ClassVar[str] = Workspace.NEEDS_REVIEW
 
     student_id: str
     lab: str
@@ -209,7 +211,7 @@ class ReviewRow:
 class CaseRow:
     """Строка cases.csv: какие случаи проверки вытянуты учащемуся (``params`` — JSON)."""
 
-    FILE: ClassVar[str] = "cases.csv"
+    FILE: ClassVar[str] = Workspace.CASES
 
     student_id: str
     lab: str
@@ -233,7 +235,7 @@ class TimingRow:
     выполнялась). Ячейки — уже округлённый текст: таблицу читает преподаватель.
     """
 
-    FILE: ClassVar[str] = "timings.csv"
+    FILE: ClassVar[str] = Workspace.TIMINGS
 
     student_id: str
     lab: str
@@ -268,7 +270,7 @@ class TimingRow:
 class MistakeRow:
     """Строка mistakes.csv: кто, какое задание, код и описание ошибки и подсказка из вердикта."""
 
-    FILE: ClassVar[str] = "mistakes.csv"
+    FILE: ClassVar[str] = Workspace.MISTAKES
 
     student_id: str
     lab: str
@@ -282,7 +284,7 @@ class MistakeRow:
 class SimilarRow:
     """Строка similar.csv: пара почти одинаковых ответов, сходство (0…1) и общий фрагмент."""
 
-    FILE: ClassVar[str] = "similar.csv"
+    FILE: ClassVar[str] = Workspace.SIMILAR
 
     lab: str
     task: str
@@ -299,7 +301,7 @@ class ChangeRow:
     Пустые баллы — задание ждёт ручной проверки (или его не было).
     """
 
-    FILE: ClassVar[str] = "changes.csv"
+    FILE: ClassVar[str] = Workspace.CHANGES
 
     student_id: str
     lab: str
@@ -318,7 +320,7 @@ class ManualArchiveRow:
     (:func:`feedback.teacher.records.gradebook.answer_text`).
     """
 
-    FILE: ClassVar[str] = "manual_archive.csv"
+    FILE: ClassVar[str] = Workspace.MANUAL_ARCHIVE
 
     student_id: str
     lab: str
@@ -334,7 +336,7 @@ class ManualArchiveRow:
 class LmsIdRow:
     """Строка lms_ids.csv: номер участника Moodle учащегося в этой лабораторной."""
 
-    FILE: ClassVar[str] = "lms_ids.csv"
+    FILE: ClassVar[str] = Workspace.LMS_IDS
 
     student_id: str
     lab: str
@@ -355,7 +357,7 @@ class GradeRow:
     — ``None`` (так читается и таблица без этого столбца).
     """
 
-    FILE: ClassVar[str] = "grades.csv"
+    FILE: ClassVar[str] = Workspace.GRADES
 
     assignment: str
     duedate: str
@@ -380,7 +382,7 @@ class TaskGradeRow:
     ``score`` — пока задание ждёт ручной оценки или просмотра.
     """
 
-    FILE: ClassVar[str] = "grades_by_task.csv"
+    FILE: ClassVar[str] = Workspace.GRADES_BY_TASK
 
     student_id: str
     assignment: str

@@ -326,7 +326,7 @@ def warm_up(
             say(f"эталонное решение {result.lab} проверено ({took} с)")
 
     jobs = [with_template(job, templates or {}) for job, _ in pending.values()]
-    run_local(jobs, run.jobs, on_result, run.settings.units)
+    run_local(jobs, run.jobs, on_result, run.settings.workspace.units)
     if failures:
         raise SetupError(
             "эталонное решение не проходит собственные проверки при оценивании — "
@@ -441,7 +441,7 @@ def _grade(
     run = prepare(settings, jobs, roster_file)
     run.before = ledger.previous_scores(work)
     # 1. Работы и строки problems.csv обо всём, что оценить нельзя.
-    source = submissions or settings.submitted
+    source = submissions or settings.workspace.submitted
     found, problems = collect(source, run.releases, run.matcher)
     if not found and not problems:
         raise SetupError(f"нет работ: в {source} не найдено ни одной тетрадки .ipynb")
@@ -492,7 +492,7 @@ def _grade_units(run: Run, found: list[Submission], cluster: Cluster | None) -> 
     Баллы в базе записываются (:func:`feedback.teacher.records.ledger.run_start`) после эталонов,
     перед первой записью работы этого запуска: с ручными оценками, поставленными после снимка.
     """
-    cache = run.settings.cache
+    cache = run.settings.workspace.cache
     jobs_list = [job_for(run, s, None if cluster else cache) for s in found]
     references = unchecked_references(run, {job.lab for job in jobs_list}, cache)
     # Заготовки ядер — только здесь, под bubblewrap (рабочие Dask запускают ядра сами), и
@@ -604,7 +604,7 @@ def _run_units(run: Run, jobs: list[Job], cluster: Cluster | None, work: Path) -
     if cluster:
         run_dask(jobs, cluster, on_result)
     else:
-        run_local(jobs, run.jobs, on_result, run.settings.units)
+        run_local(jobs, run.jobs, on_result, run.settings.workspace.units)
 
 
 def _analytics(work: Path) -> None:

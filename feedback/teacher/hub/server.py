@@ -221,7 +221,7 @@ def nbgrader_config(student_id: str | None, settings: Settings) -> str:
         lines += [
             f"c.CourseDirectory.course_id = {COURSE_ID!r}",
             f"c.CourseDirectory.student_id = {student_id!r}",
-            f"c.Exchange.root = {str(settings.exchange)!r}",
+            f"c.Exchange.root = {str(settings.workspace.exchange)!r}",
             "c.Exchange.path_includes_course = True",
         ]
     return "\n".join(lines) + "\n"
@@ -256,7 +256,7 @@ def prepare_exchange(settings: Settings) -> Path:
     Exchange, который учащийся мог подменить (:func:`exchange.check_exchange`), —
     :class:`HubError` с тем, что исправить.
     """
-    root = settings.exchange
+    root = settings.workspace.exchange
     if not root.exists():
         root.mkdir(parents=True)
         os.chmod(root, EXCHANGE_MODE)  # mkdir не ставит sticky и урезает права по umask
@@ -319,7 +319,7 @@ def prepare(
         "mode": hub.mode,
         "root": str(hub.settings.root),
         "work": str(work),
-        "exchange": str(hub.settings.exchange),
+        "exchange": str(hub.settings.workspace.exchange),
         "config": str(hub.config),
         "ip": hub.ip,
         "port": hub.port,
@@ -479,7 +479,7 @@ def nbgrader_api(settings: Settings, **extra: Any) -> Any:
     config = PyFileConfigLoader("nbgrader_config.py", path=str(settings.root)).load_config()
     for name, value in settings.course_directory().items():
         setattr(config.CourseDirectory, name, value)
-    config.Exchange.root = str(settings.exchange)
+    config.Exchange.root = str(settings.workspace.exchange)
     for dotted, value in extra.items():
         section, name = dotted.split("__")
         setattr(getattr(config, section), name, value)
@@ -514,7 +514,7 @@ def release(settings: Settings, lab: str) -> Path:
     api = nbgrader_api(settings, ExchangeReleaseAssignment__force=True)
     _checked(api.release_assignment(lab), f"выпуск {lab} в exchange")
     prepare_exchange(settings)  # и sticky на inbound, который выпуск мог только что создать
-    return settings.exchange / COURSE_ID / "outbound" / lab
+    return settings.workspace.exchange / COURSE_ID / "outbound" / lab
 
 
 #: Папка сдачи в inbound: ``<учащийся>+<лабораторная>+<время>+<случайное>`` (nbgrader submit).
@@ -523,7 +523,7 @@ _INBOUND = re.compile(r"^(?P<student>.+?)\+(?P<lab>[^+]+)\+(?P<timestamp>[^+]+)(
 
 def inbound(settings: Settings) -> list[dict[str, str]]:
     """Сданные работы в exchange: учащийся, лабораторная, время сдачи (все попытки)."""
-    folder = settings.exchange / COURSE_ID / "inbound"
+    folder = settings.workspace.exchange / COURSE_ID / "inbound"
     if not folder.is_dir():
         return []
     found = []
@@ -545,9 +545,9 @@ def collect(settings: Settings) -> exchange.Collection:
     """
     try:
         found = exchange.collect(
-            settings.exchange,
+            settings.workspace.exchange,
             COURSE_ID,
-            settings.submitted,
+            settings.workspace.submitted,
             lab_ids(settings),
             accounts=hub_users.recorded(settings.work / HUB),
         )
@@ -607,7 +607,7 @@ def _duedates(settings: Settings) -> dict[str, datetime]:
         return {}
     from nbgrader.api import Gradebook
 
-    with Gradebook(settings.gradebook_url, COURSE_ID) as gb:
+    with Gradebook(settings.workspace.gradebook_url, COURSE_ID) as gb:
         return {item.name: item.duedate for item in gb.assignments if item.duedate is not None}
 
 
@@ -628,7 +628,7 @@ def late(settings: Settings) -> list[Late]:
     from nbgrader.utils import parse_utc
 
     found = []
-    for stamp in sorted(settings.submitted.glob(f"*/*/{TIMESTAMP}")):
+    for stamp in sorted(settings.workspace.submitted.glob(f"*/*/{TIMESTAMP}")):
         folder = stamp.parent
         student, lab = folder.parent.name, folder.name
         if lab not in due:
@@ -702,12 +702,12 @@ def hub_feedback(settings: Settings) -> list[Feedback]:
     """
     graded = ledger.load_scores(settings.work) or {}
     found = []
-    for secret in sorted(settings.submitted.glob(f"*/*/{SUBMISSION_SECRET}")):
+    for secret in sorted(settings.workspace.submitted.glob(f"*/*/{SUBMISSION_SECRET}")):
         if not secret.is_file() or secret.is_symlink():
             continue  # make collect кладёт сюда только обычные файлы
         folder = secret.parent
         student, lab = folder.parent.name, folder.name
-        report = settings.feedback_reports / student / lab / f"{lab}.html"
+        report = settings.workspace.feedback_reports / student / lab / f"{lab}.html"
         notebook = _read_graded(folder / f"{lab}.ipynb")
         before = graded.get((student, lab))
         problem = None
@@ -730,7 +730,7 @@ def release_feedback(settings: Settings) -> list[Feedback]:
     тетрадкой ``nbgrader submit``): они копируются к отчёту, как это делает
     ``nbgrader generate_feedback``. Курс не на JupyterHub — ничего не делается.
     """
-    if not (settings.exchange / COURSE_ID).is_dir():
+    if not (settings.workspace.exchange / COURSE_ID).is_dir():
         return []
     ready = hub_feedback(settings)
     api = None
@@ -767,7 +767,7 @@ def hub_env(hub: Hub) -> dict[str, str]:
     return {
         **os.environ,
         GRADING_DIR.name: str(hub.settings.work),
-        EXCHANGE_DIR.name: str(hub.settings.exchange),
+        EXCHANGE_DIR.name: str(hub.settings.workspace.exchange),
     }
 
 
@@ -799,7 +799,7 @@ def banner(hub: Hub, state: Mapping[str, Any]) -> str:
             f"  учащиеся ({plural(count, 'учётная запись', 'учётные записи', 'учётных записей')}"
             f" из {hub.settings.work / roster.ROSTER}): имя — id из списка, пароль "
             f"{chosen['learners']}",
-            f"  exchange: {hub.settings.exchange}",
+            f"  exchange: {hub.settings.workspace.exchange}",
             "Остановить: Ctrl+C здесь или make hub-stop в другом терминале; ничего не теряется —",
             f"  всё в {hub.folder}, следующий make hub продолжит с того же места.",
         ]
@@ -819,7 +819,8 @@ def _class_banner(hub: Hub, state: Mapping[str, Any]) -> str:
             "свой пароль;",
             f"  преподаватель: {teacher} (его сервер работает от {state['run_as'][teacher]})",
             f"  пароли для печати: {state['password_page']} и {state['password_list']} (0600)",
-            f"  exchange: {hub.settings.exchange}; учащимся закрыты рабочая папка и всё в",
+            f"  exchange: {hub.settings.workspace.exchange}; учащимся закрыты рабочая папка и "
+            "всё в",
             f"  {hub.settings.root}, кроме пакета проверок, notebooks/ и .venv",
             "Остановить: Ctrl+C здесь или make hub-stop; учётные записи после семестра убирает",
             "  sudo .venv/bin/python -m feedback.teacher.hub.server remove-users --yes",
@@ -953,10 +954,10 @@ def main(argv: list[str] | None = None) -> int:
             for line in collect_lines(found):
                 print(line)
             if not found.collected and not found.problems:
-                print(f"Сданных работ нет ({settings.exchange / COURSE_ID / 'inbound'}).")
+                print(f"Сданных работ нет ({settings.workspace.exchange / COURSE_ID / 'inbound'}).")
             else:
                 print(exchange.summary(found))
-                print(f"Работы собраны в {settings.submitted}: теперь make grade")
+                print(f"Работы собраны в {settings.workspace.submitted}: теперь make grade")
             for line in late_lines(late(settings)):
                 print(line)
             return 0

@@ -77,7 +77,7 @@ def _api(work: Path) -> Any:
     config = PyFileConfigLoader("nbgrader_config.py", path=str(settings.root)).load_config()
     for name, value in settings.course_directory().items():
         setattr(config.CourseDirectory, name, value)
-    config.CourseDirectory.release_directory = str(settings.release)
+    config.CourseDirectory.release_directory = str(settings.workspace.release)
     return NbGraderAPI(config=config)
 
 

@@ -102,13 +102,13 @@ def insecure_message(address: str) -> str:
 def cluster_for(address: str, settings: Settings) -> Cluster:
     """Адрес планировщика → :class:`Cluster`; открытый адрес без разрешения — :class:`DaskRefused`.
 
-    ``tls://`` — с сертификатом клиента курса из ``settings.dask_certs``; ``tcp://``,
+    ``tls://`` — с сертификатом клиента курса из ``settings.workspace.dask_certs``; ``tcp://``,
     ``ws://`` и адрес без схемы (Dask считает его ``tcp://``) — только если
     ``settings.allow_insecure_dask``, и тогда с предупреждением в консоль.
     """
     scheme = address.split("://", 1)[0].lower() if "://" in address else "tcp"
     if scheme == "tls":
-        return Cluster(address, client_security(settings.dask_certs))
+        return Cluster(address, client_security(settings.workspace.dask_certs))
     if not settings.allow_insecure_dask:
         raise DaskRefused(insecure_message(address))
     print(
