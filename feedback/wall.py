@@ -9,7 +9,7 @@
 (:func:`check_weights_memory`), прежде чем увидеть сводку. В модуле — только наблюдение
 этого задания; верный ответ, допуск и подсказки к ошибкам — в :mod:`feedback.answers.wall`
 (в песочнице оценивания этой папки нет). Формула :func:`weights_gib` остаётся здесь: по ней
-строятся сводка, диаграмма пресетов и :func:`feedback.precision.require_weights_dtype`.
+строятся сводка, диаграмма пресетов и :func:`feedback.precision_loading.require_weights_dtype`.
 
 Сколько памяти «реально получит» — решает только :mod:`feedback.gpu.xla_memory`: предел из
 JAX уже включает долю памяти XLA, и здесь на неё больше ничего не умножается.

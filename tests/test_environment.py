@@ -207,6 +207,7 @@ LIGHT_MODULES = [
     ("feedback.quiet", ("sentencepiece",)),
     ("feedback.accumulation", ()),
     ("feedback.precision", ()),
+    ("feedback.precision_loading", ()),
     ("feedback.monitor", ()),
     ("feedback.generation", ("matplotlib",)),
     ("feedback.workspace", ("IPython", "numpy", "pandas", "matplotlib")),

@@ -5,8 +5,10 @@
 ранг и какие обучаемые веса ожидаются у LoRA, подсказки к типичным ошибкам (смешанная
 точность, float16, float32 по умолчанию — веса поместились бы, а обучение нет, повторно
 размороженные слои), формула числа параметров LoRA и её типичные ошибки. Наблюдение снимает
-:mod:`feedback.precision` — в песочнице оценивания этой папки нет, и код учащегося не
-может ни спросить вердикт, ни прочитать, что в нём считается верным.
+:mod:`feedback.precision` — в песочнице оценивания этой папки нет, и код учащегося не может
+ни спросить вердикт, ни прочитать, что в нём считается верным. Таблицы типов весов и память
+обучения сверх весов берутся из :mod:`feedback.precision_loading`: по ним же ячейка загрузки
+решает, загружать ли модель, и вердикт задания 1 с ней не расходится.
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from feedback.formatting import (
 from feedback.precision import (
     BFLOAT16_TITLE,
     BYTES_PER_DTYPE,
-    LOADABLE_DTYPES,
     LORA_TITLE,
-    MIXED_POLICIES,
     WEIGHTS_BUDGET_TITLE,
     WEIGHTS_DTYPE_TITLE,
     VariableFacts,
+)
+from feedback.precision_loading import (
+    LOADABLE_DTYPES,
+    MIXED_POLICIES,
     dtype_choice,
     measured_overhead_source,
     training_overhead_gib,
