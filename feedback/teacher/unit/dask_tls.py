@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        folder = Settings.from_env().dask_certs
+        folder = Settings.from_env().workspace.dask_certs
         issued = issue(folder, replace=args.replace)
     except (DaskRefused, SettingError) as error:
         print(f"Сертификаты не выпущены: {error}", file=sys.stderr)
