@@ -82,7 +82,7 @@ def work(tmp_path, monkeypatch, fresh_work):
     work = fresh_work(tmp_path / "work")
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
     Workspace(work).roster.write_text(ROSTER, encoding="utf-8")
-    people = roster.load_rosterWorkspace(work).roster
+    people = roster.load_roster(Workspace(work).roster)
     gradebook.import_students(work, [p.fields for p in people.people.values()])
     gradebook.record(work, result("ivanov", LAB2, answers={"reflection_scaling"}))
     gradebook.record(work, result("petrova", LAB2, {"check_final_results": 0.5}))
