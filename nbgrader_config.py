@@ -54,7 +54,7 @@ c.ReportExporter.merge(template_settings())
 # в рабочей, на сервере — COURSE7_EXCHANGE_DIR. С Moodle он не нужен, но без папки exchange
 # formgrader показывает предупреждение: пустая папка в рабочей.
 c.Exchange.root = str(SETTINGS.workspace.exchange)
-if SETTINGS.work.is_dir() and SETTINGS.exchange_dir is None:
+if SETTINGS.workspace.folder.is_dir() and SETTINGS.exchange_dir is None:
     SETTINGS.workspace.exchange.mkdir(exist_ok=True)
 
 if "validate" in sys.argv[1:2]:

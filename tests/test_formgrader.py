@@ -36,6 +36,8 @@ from bs4 import BeautifulSoup
 from corpus import LAB2, PWNED
 from moodle_support import download_zip
 
+from feedback.teacher.core.workspace import Workspace
+
 from browser_support import (
     ROOT,
     SCREENSHOTS,
@@ -273,7 +275,7 @@ def test_manual_grading_in_formgrader_reaches_the_report(grading_copy, tmp_path)
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / "formgrader_manual_grading.png"))
 
-    written = rewrite_all(grading_copy)  # то, что делает make feedback
+    written = rewrite_all(Workspace(grading_copy))  # то, что делает make feedback
     report = grading_copy / "feedback_reports" / HOSTILE / LAB2 / f"{LAB2}.html"
     assert report in written
     page = BeautifulSoup(report.read_text(encoding="utf-8"), "html.parser")
@@ -380,7 +382,7 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
     def feedback_and_export() -> dict[str, dict[str, str]]:
         assert reports.main() == 0
         assert export.main(["--worksheet", str(sheet), "--lab", "7.2"]) == 0
-        return _by(read_csv(work / "export" / "moodle_grades.csv"), "id")
+        return _by(read_csv(Workspace(work).moodle_grades), "id")
 
     semester_step("7.2.zip", FIRST)
     with formgrader_server(ROOT, tmp_path / "server-1", work) as server:
@@ -437,7 +439,7 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
     assert moodle["ivanov"][TITLE] == ""
     assert "ждёт ручной проверки" in moodle["ivanov"][f"{TITLE} — отзыв"]
     assert moodle["petrova"][TITLE] == "5"
-    worksheet = _by(read_csv(work / "export" / f"{LAB2}_worksheet.csv"), "Идентификатор")
+    worksheet = _by(read_csv(Workspace(work).worksheet(LAB2)), "Идентификатор")
     assert worksheet["Участник 101"]["Оценка"] == ""  # не выставлена
     assert worksheet["Участник 102"]["Оценка"] == "5,00"
     assert gradebook.results(work)[("ivanov", LAB2)].pending_points == 1

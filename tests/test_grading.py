@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from corpus import LAB2, LAB4
 
+from feedback.teacher.core.settings import Settings
 from feedback.teacher.grading import grade as grading
 
 from notebook_runner import ROOT
@@ -319,7 +320,7 @@ def test_a_windows_zip_without_the_utf8_flag_is_graded_by_name(
         '"Участник 301","Иван Иванов",,"6,00"\n"Участник 999","Кто-то",,"6,00"\n',
         encoding="utf-8",
     )
-    filled = export.fill_worksheet(work, sheet, "7.2")
+    filled = export.fill_worksheet(Settings(work=work), sheet, "7.2")
     assert (filled.filled, filled.untouched) == (["иванов_иван"], 1)
 
     nothing = unflagged_zip(

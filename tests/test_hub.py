@@ -36,6 +36,7 @@ from nbgrader.utils import parse_utc
 
 from feedback.settings import REQUIRE_BROWSER
 from feedback.teacher.core.settings import COURSE_ID, GIB, Limits, Settings
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.grading import grade
 from feedback.teacher.hub import server as hub
 from feedback.teacher.lms import export
@@ -267,9 +268,9 @@ def test_late_work_and_a_learner_without_work_are_as_with_moodle(
     grades, lms = {}, {}
     for road, settings in (("hub", through_hub), ("moodle", through_moodle)):
         gradebook.export(settings.work)
-        export.moodle_grades(settings.work)
+        export.moodle_grades(settings)
         grades[road] = read_csv(settings.work / "grades.csv")
-        lms[road] = read_csv(settings.work / "export" / "moodle_grades.csv")
+        lms[road] = read_csv(Workspace(settings.work).moodle_grades)
 
     # Опоздание видно по времени сдачи рядом со сроком; баллы — как у работы из Moodle.
     (late_row,), (moodle_row,) = grades["hub"], grades["moodle"]
@@ -285,7 +286,7 @@ def test_late_work_and_a_learner_without_work_are_as_with_moodle(
     # Петрова ничего не сдала: её строка в выгрузке та же, что с Moodle, и без нулей.
     assert lms["hub"] == lms["moodle"]
     petrova = next(row for row in lms["hub"] if row["id"] == "Petrova")
-    title = export.lab_titles()[LAB2]
+    title = Settings().find_lab(LAB2).title
     assert (petrova[title], petrova[f"{title} — отзыв"]) == ("", "")
     named = {"email", "id", "first_name", "last_name"}
     assert all(value == "" for key, value in petrova.items() if key not in named)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from feedback.teacher.core.labs import course_labs
 from feedback.teacher.course import release
 
 from notebook_runner import ROOT
@@ -16,7 +17,7 @@ def student_notebooks():
 
 
 def test_every_lab_is_released():
-    labs = {path.parent.name for path in release.lab_sources()}
+    labs = {lab.id for lab in course_labs(ROOT)}
     assert labs == {path.parent.name for path in student_notebooks()}
     assert {"lab_7_2_training_flops", "lab_7_4_gpu_memory"} <= labs
 
@@ -43,7 +44,9 @@ def test_student_notebooks_are_clean(path):
             assert cell["outputs"] == [] and cell["execution_count"] is None
 
 
-@pytest.mark.parametrize("path", release.lab_sources(), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize(
+    "path", [lab.source for lab in course_labs(ROOT)], ids=lambda p: p.parent.name
+)
 def test_sources_are_committed_without_outputs(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     assert "widgets" not in nb["metadata"]
@@ -55,7 +58,7 @@ def test_sources_are_committed_without_outputs(path):
 
 def test_badges_and_install_cell_follow_pyproject():
     settings = release.course_settings()
-    for path in [*release.lab_sources(), *student_notebooks()]:
+    for path in [*(lab.source for lab in course_labs(ROOT)), *student_notebooks()]:
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         badges, install = "".join(cells[0]["source"]), "".join(cells[1]["source"])
         expected_path = path.relative_to(ROOT).as_posix()

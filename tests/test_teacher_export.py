@@ -24,7 +24,9 @@ from moodle_support import download_zip, feedback_import
 
 from feedback.teacher.core import files, tables
 from feedback.teacher.core.results import TaskOutcome, UnitResult
-from feedback.teacher.core.tables import ChangeRow, Problem, TimingRow
+from feedback.teacher.core.settings import Settings
+from feedback.teacher.core.tables import ChangeRow, LmsIdRow, Problem, TimingRow
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.grading import grade as grading
 from feedback.teacher.intake import roster
 from feedback.teacher.lms import export, handback
@@ -79,14 +81,15 @@ def work(tmp_path, monkeypatch, fresh_work):
     """Класс: Иванов сдал 7.2 (ответ ждёт проверки) и 7.4, Петрова — 7.2, Алексеев — ничего."""
     work = fresh_work(tmp_path / "work")
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
-    (work / roster.ROSTER).write_text(ROSTER, encoding="utf-8")
-    people = roster.load_roster(work / roster.ROSTER)
+    Workspace(work).roster.write_text(ROSTER, encoding="utf-8")
+    people = roster.load_roster(Workspace(work).roster)
     gradebook.import_students(work, [p.fields for p in people.people.values()])
     gradebook.record(work, result("ivanov", LAB2, answers={"reflection_scaling"}))
     gradebook.record(work, result("petrova", LAB2, {"check_final_results": 0.5}))
     gradebook.record(work, result("ivanov", LAB4))
     roster.save_participants(
-        work, {("ivanov", LAB2): "101", ("petrova", LAB2): "102", ("ivanov", LAB4): "205"}
+        Workspace(work),
+        {("ivanov", LAB2): "101", ("petrova", LAB2): "102", ("ivanov", LAB4): "205"},
     )
     return work
 
@@ -137,12 +140,12 @@ def test_make_feedback_refreshes_grades_after_manual_grading(work, capsys):
 
 
 def test_moodle_grades_is_empty_not_zero_where_nothing_is_final(work):
-    target, strangers = moodle_grades(work)
+    target, strangers = moodle_grades(Settings(work=work))
     assert strangers == []
     data = target.read_bytes()
     assert data.startswith(b"email,id,first_name,last_name,")  # UTF-8 без BOM
     header, *rows = rows_of(target)
-    titles = export.lab_titles()
+    titles = {lab.id: lab.title for lab in Settings().labs}
     assert header[4:6] == [
         titles["lab_7_1_compare_models"],
         f"{titles['lab_7_1_compare_models']} — отзыв",
@@ -163,7 +166,7 @@ def test_moodle_grades_is_empty_not_zero_where_nothing_is_final(work):
     assert all(table["alekseev"][title] == "" for title in titles.values())  # не сдавал
     assert table["petrova"]["first_name"] == '\'=HYPERLINK("x")'
     set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
-    moodle_grades(work)
+    moodle_grades(Settings(work=work))
     table = {row[1]: dict(zip(header, row, strict=True)) for row in rows_of(target)[1:]}
     assert table["ivanov"][TITLE2] == "5"
 
@@ -173,7 +176,7 @@ def test_export_command_writes_everything_and_names_strangers(work, capsys):
     assert export.main([]) == 0
     out = capsys.readouterr().out
     assert "old_folder_id" in out and "moodle_grades.csv" in out
-    assert (work / "export" / "moodle_grades.csv").is_file() and (work / "grades.csv").is_file()
+    assert (Workspace(work).moodle_grades).is_file() and (work / "grades.csv").is_file()
 
 
 def test_export_without_a_gradebook_or_with_a_wrong_worksheet_is_exit_2(tmp_path, work, capsys):
@@ -210,8 +213,8 @@ def test_the_worksheet_changes_only_grade_and_feedback_of_matching_rows(work, tm
     set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
     sheet = tmp_path / "Оценки-Курс 7-Лабораторная 7.2.csv"
     sheet.write_bytes(RUSSIAN_SHEET.encode())
-    done = fill_worksheet(work, sheet, "7.2")
-    assert done.path == work / "export" / f"{LAB2}_worksheet.csv"
+    done = fill_worksheet(Settings(work=work), sheet, "7.2")
+    assert done.path == Workspace(work).worksheet(LAB2)
     assert sheet.read_bytes() == RUSSIAN_SHEET.encode()  # файл преподавателя не тронут
     assert (done.filled, done.pending, done.locked, done.untouched) == (
         ["ivanov", "petrova"],
@@ -253,7 +256,7 @@ def test_an_english_worksheet_keeps_its_dialect_and_teacher_comments(work, tmp_p
         '"Participant 205","Ivan Ivanov",ivanov@example.org,Submitted,,100.00,No,-,-,\r\n'
     )
     sheet.write_bytes(text.encode())
-    done = fill_worksheet(work, sheet)  # лабораторная — по номерам участников
+    done = fill_worksheet(Settings(work=work), sheet)  # лабораторная — по номерам участников
     assert done.lab == LAB2 and done.scaled == 100
     assert (done.filled, done.pending) == (["petrova"], ["ivanov"])
     raw = done.path.read_bytes()
@@ -269,7 +272,7 @@ def test_an_english_worksheet_keeps_its_dialect_and_teacher_comments(work, tmp_p
     )
     again = tmp_path / "again.csv"  # повторная выгрузка: свой абзац заменяется, а не копится
     again.write_bytes(raw)
-    fill_worksheet(work, again, LAB2)
+    fill_worksheet(Settings(work=work), again, LAB2)
     row = next(
         csv.reader(io.StringIO(done.path.read_bytes().decode("utf-8-sig").split("\r\n", 1)[1]))
     )
@@ -281,7 +284,7 @@ def test_a_locked_grade_is_not_touched(work, tmp_path):
     sheet.write_text(
         RUSSIAN_HEADER + '\n"Участник 102","Анна Петрова",,x,,"6,00",Нет,-,-,\n', encoding="utf-8"
     )
-    done = fill_worksheet(work, sheet, LAB2)
+    done = fill_worksheet(Settings(work=work), sheet, LAB2)
     assert done.locked == ["petrova"] and done.filled == []
     assert done.path.read_bytes() == sheet.read_bytes()
 
@@ -322,11 +325,11 @@ def assert_feedback_zip_matches_download(work: Path, lab: str, download: Path) -
     in_moodle = download_folders(download)  # все участники задания, и без отчёта
     owners = {
         int(number): student
-        for (student, name), number in roster.read_participants(work).items()
+        for (student, name), number in roster.read_participants(Workspace(work)).items()
         if name == lab
     }
     reported = {p.parent.parent.name for p in (work / "feedback_reports").glob(f"*/{lab}/*.html")}
-    archive = work / "export" / handback.archive_name(lab)
+    archive = Workspace(work).feedback_archive(lab)
     imported, skipped = feedback_import(archive, set(in_moodle))
     assert skipped == []
     assert sorted(item.participant for item in imported) == sorted(
@@ -343,16 +346,16 @@ def assert_feedback_zip_matches_download(work: Path, lab: str, download: Path) -
 
 
 def report_of(work: Path, student: str, lab: str) -> bytes:
-    return (work / "feedback_reports" / student / lab / f"{lab}.html").read_bytes()
+    return Workspace(work).learner_report(student, lab).read_bytes()
 
 
 def test_feedback_zip_has_a_folder_per_learner_with_a_report_and_a_number(work, capsys):
     gradebook.record(work, result("sidorov", LAB2))  # отчёт есть, номера участника нет
-    reports.rewrite_all(work)
+    reports.rewrite_all(Workspace(work))
     # Папки из скачанного архива: с «_» в имени Moodle прочёл бы «Ivan» как номер, у другой —
     # чужой номер. Обе составляются заново из имени и номера.
     files.write_text(
-        work / handback.FOLDERS,
+        Workspace(work).lms_folders,
         json.dumps(
             {
                 LAB2: {
@@ -363,7 +366,7 @@ def test_feedback_zip_has_a_folder_per_learner_with_a_report_and_a_number(work, 
             }
         ),
     )
-    target = work / "export" / handback.archive_name(LAB2)
+    target = Workspace(work).feedback_archive(LAB2)
     target.parent.mkdir(parents=True)
     target.write_bytes(b"old")
     assert export.main([]) == 0
@@ -379,19 +382,19 @@ def test_feedback_zip_has_a_folder_per_learner_with_a_report_and_a_number(work, 
     assert got[101].folder == "Иван Иванов_101_assignsubmission_file_"
     # Имя — из списка учащихся (имя, фамилия); кавычки Moodle из имён папок убирает.
     assert got[102].folder == "=HYPERLINK(x) Петрова, Анна Аня_102_assignsubmission_file_"
-    (lab4,) = feedback_import(work / "export" / handback.archive_name(LAB4), {205})[0]
+    (lab4,) = feedback_import(Workspace(work).feedback_archive(LAB4), {205})[0]
     assert lab4.folder == "Иванов Иван_205_assignsubmission_file"  # как в архиве: Moodle 4.1+
     assert not list(target.parent.glob(f"*{files.TEMP_SUFFIX}"))
 
     # Один номер у двух учащихся (lms_ids.csv поправлен вручную): ни один отчёт не уходит.
-    roster.save_participants(work, {("sidorov", LAB2): "101"})
-    (done,) = [item for item in handback.build_all(work) if item.lab == LAB2]
+    roster.save_participants(Workspace(work), {("sidorov", LAB2): "101"})
+    (done,) = [item for item in handback.build_all(Workspace(work)) if item.lab == LAB2]
     assert done.shared_number == ["ivanov", "sidorov"] and list(done.folders) == ["petrova"]
 
 
 def test_a_broken_feedback_zip_write_keeps_the_previous_archive(work, monkeypatch):
-    reports.rewrite_all(work)
-    (first,) = [item for item in handback.build_all(work) if item.lab == LAB2]
+    reports.rewrite_all(Workspace(work))
+    (first,) = [item for item in handback.build_all(Workspace(work)) if item.lab == LAB2]
     before = first.path.read_bytes()
     (work / "feedback_reports" / "ivanov" / LAB2 / f"{LAB2}.html").write_text("новый", "utf-8")
 
@@ -400,7 +403,7 @@ def test_a_broken_feedback_zip_write_keeps_the_previous_archive(work, monkeypatc
 
     monkeypatch.setattr(zipfile.ZipFile, "writestr", broken)
     with pytest.raises(OSError):
-        handback.build_all(work)
+        handback.build_all(Workspace(work))
     assert first.path.read_bytes() == before
     assert not list(first.path.parent.glob(f"*{files.TEMP_SUFFIX}"))
 
@@ -580,7 +583,7 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
     assert {(r[0], r[1]) for r in rows_of(work / "timings.csv")[1:]} == {
         ("ivanov", LAB2), ("petrova", LAB2), ("ivanov", LAB4), ("alekseev", LAB4)
     }  # fmt: skip
-    assert rows_of(work / roster.LMS_IDS)[1:] == [
+    assert rows_of(Workspace(work).table(LmsIdRow))[1:] == [
         ["alekseev", LAB4, "206"],
         ["ivanov", LAB2, "101"],
         ["ivanov", LAB4, "205"],
@@ -601,13 +604,13 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
     )
     assert export.main(["--worksheet", str(sheet), "--lab", "7.2"]) == 0
     finished = time.monotonic()
-    header, *rows = rows_of(work / "export" / "moodle_grades.csv")
+    header, *rows = rows_of(Workspace(work).moodle_grades)
     moodle = {row[1]: dict(zip(header, row, strict=True)) for row in rows}
     assert moodle["ivanov"][TITLE2] == "5"  # 4 за проверки и 1 вручную
     assert moodle["petrova"][TITLE2] == "4"
     assert moodle["alekseev"][TITLE2] == ""  # не сдавал
     assert moodle["alekseev"]["Лабораторная 7.4. Оцените память GPU"] == "5"  # проверки по 1
-    assert rows_of(work / "export" / f"{LAB2}_worksheet.csv")[1][4] == "5,00"
+    assert rows_of(Workspace(work).worksheet(LAB2))[1][4] == "5,00"
     # Архив отзывов: Moodle раздаёт отчёты по папкам — тем же, что в скачанном архиве.
     for lab, download in ((LAB2, zip2), (LAB4, zip4)):
         assert_feedback_zip_matches_download(work, lab, download)

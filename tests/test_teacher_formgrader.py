@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from feedback.teacher.course.release import lab_sources
+from feedback.teacher.core.labs import course_labs
 from feedback.teacher.hub import formgrader
 
 from browser_support import ROOT, chromium_or_skip, course_formgrader, server_page
@@ -117,7 +117,7 @@ def _get(server, path: str) -> tuple[int, str, str]:
 @pytest.mark.browser
 def test_make_formgrader_serves_the_course_labs_and_one_formgrader_menu_item(tmp_path, fresh_work):
     work = fresh_work(tmp_path / "work")
-    labs = {source.parent.name for source in lab_sources()}
+    labs = {lab.id for lab in course_labs(ROOT)}
     with course_formgrader(tmp_path / "server", work) as server:
         assert server.printed.startswith(f"{server.url}/formgrader?token=")
         status, location, _ = _get(server, "/")

@@ -13,8 +13,8 @@ import nbformat
 import pytest
 
 from feedback.teacher.core.results import TaskOutcome, UnitResult
+from feedback.teacher.core.settings import Settings
 from feedback.teacher.core.tables import CaseRow, Problem, ReviewRow, TimingRow
-from feedback.teacher.course.release import lab_sources
 from feedback.teacher.grading import grade
 from feedback.teacher.grading.grade import PACKAGE, SetupError, collect, reference_version
 from feedback.teacher.intake.uploads import Submission
@@ -28,7 +28,7 @@ def test_reference_version_changes_with_the_package_and_the_source(tmp_path):
     package = tmp_path / "feedback"
     shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
     source = tmp_path / "lab.ipynb"
-    shutil.copy(lab_sources()[0], source)
+    shutil.copy(Settings().labs[0].source, source)
 
     first = reference_version(source, package)
     assert reference_version(source, package) == first  # ничего не менялось

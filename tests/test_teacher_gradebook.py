@@ -17,6 +17,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from feedback.teacher.core.results import Finding, TaskOutcome, UnitResult
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.course.release import ROOT
 from feedback.teacher.lms import export
 from feedback.teacher.pages import analytics, summary
@@ -79,7 +80,7 @@ def _report_pending(work) -> str:
     from feedback.teacher.pages.reports import ReportWriter
 
     path = work / "autograded" / "ivanov" / LAB4 / f"{LAB4}.ipynb"
-    html = ReportWriter(work).write("ivanov", LAB4, path).read_text(encoding="utf-8")
+    html = ReportWriter(Workspace(work)).write("ivanov", LAB4, path).read_text(encoding="utf-8")
     return " ".join(BeautifulSoup(html, "html.parser").find("h4").get_text(" ").split())
 
 

@@ -15,6 +15,7 @@ from markupsafe import escape
 
 from feedback.teacher.core.settings import Settings
 from feedback.teacher.core.tables import ManualArchiveRow, read_rows
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.grading import grade as grading
 from feedback.teacher.lms import export
 from feedback.teacher.pages import reports
@@ -93,7 +94,7 @@ def test_a_manual_grade_stays_until_the_graded_answer_changes(
         assert gb.find_comment(ANSWER, LAB2, LAB2, "ivanov").manual_comment is None
 
     # Отчёт, таблица оценок и выгрузка для Moodle: ждёт проверки, а не прежние баллы.
-    reports.rewrite_all(work)
+    reports.rewrite_all(Workspace(work))
     (report,) = (work / "feedback_reports" / "ivanov").glob("*/*.html")
     html = report.read_text(encoding="utf-8")
     assert "ожидает проверки преподавателем" in html and COMMENT not in html

@@ -10,6 +10,7 @@ import pytest
 from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.course.release import ROOT
 from feedback.teacher.pages.reports import ReportExporter, report_config
 
@@ -191,7 +192,7 @@ def _writer(work):
     """Один экспортёр отчётов на папку: его шаблоны загружаются секунду."""
     from feedback.teacher.pages.reports import ReportWriter
 
-    return ReportWriter(work)
+    return ReportWriter(Workspace(work))
 
 
 def _toc(page: BeautifulSoup) -> list[str]:

@@ -9,6 +9,8 @@ import zipfile
 
 import pytest
 
+from feedback.teacher.core.tables import LmsIdRow
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.intake import roster
 from feedback.teacher.intake.roster import (
     Matcher,
@@ -57,7 +59,7 @@ def routed(entries, matcher):
     with zipfile.ZipFile(buffer, "w") as zf:
         for name, data in entries.items():
             zf.writestr(name, data)
-    archive = matcher.work / "export.zip"
+    archive = matcher.workspace.folder / "moodle.zip"
     archive.write_bytes(buffer.getvalue())
     found, problems = from_zip(archive)
     submissions, more = route(found, RELEASES, matcher)
@@ -91,7 +93,7 @@ def test_moodle_folder_names_are_parsed(text, expected):
 
 def test_one_learner_gets_one_id_in_every_lab(tmp_path, people):
     """Номер участника у Иванова в 7.2 и 7.4 разный, имя — в разном порядке и с «ё»."""
-    matcher = Matcher(people, work=tmp_path)
+    matcher = Matcher(people, workspace=Workspace(tmp_path))
     submissions, problems = routed(
         {
             f"Иванов Иван_101_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
@@ -118,14 +120,14 @@ def test_one_learner_gets_one_id_in_every_lab(tmp_path, people):
 
 
 def test_without_a_roster_the_moodle_name_is_the_id(tmp_path):
-    matcher = Matcher(work=tmp_path)
+    matcher = Matcher(workspace=Workspace(tmp_path))
     entries = {
         f"Иванов Иван_101_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
         f"Участник_7_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
         f"ivanov_1234_{LAB4}.ipynb": blob(submission(LAB4)),
     }
     with_matcher, problems = routed(entries, matcher)
-    found, _ = from_zip(tmp_path / "export.zip")
+    found, _ = from_zip(tmp_path / "moodle.zip")
     without, _ = route(found, RELEASES)
     assert problems == []
     expected = [
@@ -144,7 +146,7 @@ def test_without_a_roster_the_moodle_name_is_the_id(tmp_path):
 
 def test_without_a_roster_one_learner_is_one_id_across_labs(tmp_path):
     """Архивы 7.2 и 7.4 — разные запуски; номера участников разные, «ё» — не везде."""
-    lab2 = Matcher(work=tmp_path)
+    lab2 = Matcher(workspace=Workspace(tmp_path))
     first, problems = routed(
         {
             f"Иванов Иван_301_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
@@ -153,8 +155,8 @@ def test_without_a_roster_one_learner_is_one_id_across_labs(tmp_path):
         lab2,
     )
     assert problems == []
-    save_participants(tmp_path, lab2.seen)
-    lab4 = Matcher(work=tmp_path)
+    save_participants(Workspace(tmp_path), lab2.seen)
+    lab4 = Matcher(workspace=Workspace(tmp_path))
     second, problems = routed(
         {
             unicodedata.normalize("NFD", f"Иванов Иван_7_assignsubmission_file_/{LAB4}.ipynb"): (
@@ -165,7 +167,7 @@ def test_without_a_roster_one_learner_is_one_id_across_labs(tmp_path):
         lab4,
     )
     assert problems == []
-    save_participants(tmp_path, lab4.seen)
+    save_participants(Workspace(tmp_path), lab4.seen)
     assert sorted((s.student, s.lab) for s in first + second) == [
         ("алексеев_петр", LAB2),
         ("алексеев_петр", LAB4),
@@ -173,7 +175,7 @@ def test_without_a_roster_one_learner_is_one_id_across_labs(tmp_path):
         ("иванов_иван", LAB4),
     ]
     # номер участника — по-прежнему свой в каждом задании: по нему make export заполняет ведомость
-    assert read_participants(tmp_path) == {
+    assert read_participants(Workspace(tmp_path)) == {
         ("иванов_иван", LAB2): "301",
         ("алексеев_петр", LAB2): "302",
         ("иванов_иван", LAB4): "7",
@@ -184,7 +186,7 @@ def test_without_a_roster_one_learner_is_one_id_across_labs(tmp_path):
 
 def test_namesakes_in_one_assignment_are_kept_apart_and_reported(tmp_path, people):
     """Два разных участника с одним именем: у каждого своё id с номером и строка problems.csv."""
-    matcher = Matcher(work=tmp_path)
+    matcher = Matcher(workspace=Workspace(tmp_path))
     submissions, problems = routed(
         {
             f"Иванов Иван_301_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
@@ -228,7 +230,7 @@ def test_namesakes_in_one_assignment_are_kept_apart_and_reported(tmp_path, peopl
             f"Иванов Иван_301_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
             f"Иванов Иван_305_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
         },
-        Matcher(people, work=tmp_path),
+        Matcher(people, workspace=Workspace(tmp_path)),
     )
     assert with_roster == []
     assert {(p.student, p.lab) for p in problems} == {("ivanov", LAB2)}
@@ -236,7 +238,7 @@ def test_namesakes_in_one_assignment_are_kept_apart_and_reported(tmp_path, peopl
 
 
 def test_a_blind_work_without_a_mapping_is_a_row_not_a_guess(tmp_path, people):
-    matcher = Matcher.from_work(tmp_path, people, RELEASES)
+    matcher = Matcher.from_workspace(Workspace(tmp_path), people, RELEASES)
     submissions, problems = routed(
         {f"Участник_31_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2))}, matcher
     )
@@ -244,13 +246,13 @@ def test_a_blind_work_without_a_mapping_is_a_row_not_a_guess(tmp_path, people):
     [problem] = problems
     assert (problem.student, problem.lab) == ("?", LAB2)
     assert "анонимная работа (участник 31)" in problem.problem
-    assert f"{tmp_path / f'participants_{LAB2}.csv'} строку «31,<id учащегося>»" in problem.problem
+    assert f"{Workspace(tmp_path).participants(LAB2)} строку «31,<id учащегося>»" in problem.problem
     assert matcher.seen == {}
 
 
 def test_a_blind_work_with_a_mapping_gets_its_id(tmp_path, people):
-    write(tmp_path / f"participants_{LAB2}.csv", "participant,student_id\nУчастник 31,petrova\n")
-    matcher = Matcher.from_work(tmp_path, people, RELEASES)
+    write(Workspace(tmp_path).participants(LAB2), "participant,student_id\nУчастник 31,petrova\n")
+    matcher = Matcher.from_workspace(Workspace(tmp_path), people, RELEASES)
     submissions, problems = routed(
         {
             f"Участник_31_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
@@ -267,7 +269,7 @@ def test_a_blind_work_with_a_mapping_gets_its_id(tmp_path, people):
 def test_a_revealed_moodle_worksheet_is_a_mapping_too(tmp_path, people):
     """Ведомость после раскрытия имён: id — по почте, а без почты — по имени."""
     sheet = write(
-        tmp_path / f"participants_{LAB2}.csv",
+        Workspace(tmp_path).participants(LAB2),
         "Идентификатор,Полное имя,Адрес электронной почты,Статус,Оценка\n"
         '"Участник 31","Иван Иванов",ivanov@example.org,"Ответы для оценки",\n'
         '"Участник 32","Пётр Алексеев",,"Ответы для оценки",\n'
@@ -285,7 +287,7 @@ def test_ambiguous_and_unknown_names_are_rows_saying_what_to_add(tmp_path):
             ROSTER + "ivanov2,Иван,Иванов,ivanov2@example.org\n",
         )
     )
-    matcher = Matcher(people, work=tmp_path)
+    matcher = Matcher(people, workspace=Workspace(tmp_path))
     submissions, problems = routed(
         {
             f"Иванов Иван_101_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
@@ -310,7 +312,7 @@ def test_ambiguous_and_unknown_names_are_rows_saying_what_to_add(tmp_path):
 
 
 def test_a_plain_folder_named_by_id_or_name_matches_the_roster(tmp_path, people):
-    matcher = Matcher(people, work=tmp_path)
+    matcher = Matcher(people, workspace=Workspace(tmp_path))
     submissions, problems = routed(
         {
             f"ivanov/{LAB2}/{LAB2}.ipynb": blob(submission(LAB2)),
@@ -350,23 +352,23 @@ def test_an_excel_roster_with_bom_and_semicolons_is_read(tmp_path):
 
 
 def test_a_mapping_to_an_id_outside_the_roster_stops_grading(tmp_path, people):
-    path = write(tmp_path / f"participants_{LAB2}.csv", "participant,student_id\n31,nobody\n")
+    path = write(Workspace(tmp_path).participants(LAB2), "participant,student_id\n31,nobody\n")
     with pytest.raises(RosterError, match="строка 2: id «nobody» нет в списке учащихся"):
-        Matcher.from_work(tmp_path, people, RELEASES)
+        Matcher.from_workspace(Workspace(tmp_path), people, RELEASES)
     write(path, "participant,student_id\n31,ivanov\n31,petrova\n")
     with pytest.raises(RosterError, match="участник 31 уже отдан учащемуся «ivanov»"):
-        Matcher.from_work(tmp_path, people, RELEASES)
+        Matcher.from_workspace(Workspace(tmp_path), people, RELEASES)
 
 
 @pytest.mark.slow  # регистрирует лабораторные в базе nbgrader
 def test_the_roster_is_kept_in_the_work_folder_and_imported_like_nbgrader(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    assert prepare_roster(work) is None  # без списка — как раньше
+    assert prepare_roster(Workspace(work)) is None  # без списка — как раньше
     given = write(tmp_path / "class.csv", ROSTER)
-    people = prepare_roster(work, given)
-    assert (work / roster.ROSTER).read_text(encoding="utf-8") == ROSTER
-    assert prepare_roster(work).people == people.people  # следующий архив — без ROSTER=
+    people = prepare_roster(Workspace(work), given)
+    assert Workspace(work).roster.read_text(encoding="utf-8") == ROSTER
+    assert prepare_roster(Workspace(work)).people == people.people  # следующий архив — без ROSTER=
     assert gradebook.import_students(work, [p.fields for p in people.people.values()]) == 3
     assert gradebook.students(work) == {
         "ivanov": ("Иванов", "Иван", "ivanov@example.org"),
@@ -374,18 +376,18 @@ def test_the_roster_is_kept_in_the_work_folder_and_imported_like_nbgrader(tmp_pa
         "alekseev": ("Алексеев", "Пётр", None),  # пустая ячейка — None, как у nbgrader
     }
     with pytest.raises(RosterError, match="не найден"):
-        prepare_roster(work, tmp_path / "нет.csv")
+        prepare_roster(Workspace(work), tmp_path / "нет.csv")
 
 
 def test_participant_numbers_accumulate_lab_by_lab(tmp_path):
-    save_participants(tmp_path, {("ivanov", LAB2): "101"})
-    save_participants(tmp_path, {("ivanov", LAB4): "205", ("petrova", LAB4): "206"})
-    assert read_participants(tmp_path) == {
+    save_participants(Workspace(tmp_path), {("ivanov", LAB2): "101"})
+    save_participants(Workspace(tmp_path), {("ivanov", LAB4): "205", ("petrova", LAB4): "206"})
+    assert read_participants(Workspace(tmp_path)) == {
         ("ivanov", LAB2): "101",
         ("ivanov", LAB4): "205",
         ("petrova", LAB4): "206",
     }
-    header = (tmp_path / roster.LMS_IDS).read_text(encoding="utf-8").splitlines()[0]
+    header = Workspace(tmp_path).table(LmsIdRow).read_text(encoding="utf-8").splitlines()[0]
     assert header == "student_id,lab,lms_participant"
 
 
@@ -393,7 +395,7 @@ def test_no_name_can_take_a_namesakes_id(tmp_path):
     """«Кузнецов Кирилл 401» (участник 403) не получает id тёзки-участника 401: номер тёзки
     отделён дефисом, которого в id из имени не бывает. Все три работы оценены, у каждой свой
     номер в lms_ids.csv."""
-    matcher = Matcher(work=tmp_path)
+    matcher = Matcher(workspace=Workspace(tmp_path))
     submissions, problems = routed(
         {
             f"Кузнецов Кирилл_401_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
@@ -431,7 +433,7 @@ def test_roster_names_that_differ_only_by_yo_or_case_are_matched_exactly(tmp_pat
             f"МИРА ЛИ_14_assignsubmission_file_/{LAB2}.ipynb": blob(submission(LAB2)),
             f"смирнова алёна_15_assignsubmission_file_/{LAB4}.ipynb": blob(submission(LAB4)),
         },
-        Matcher(people, work=tmp_path),
+        Matcher(people, workspace=Workspace(tmp_path)),
     )
     assert sorted((s.student, s.file.split("_")[1]) for s in submissions) == [
         ("alena", "12"),

@@ -49,6 +49,12 @@ class Workspace:
     ROSTER: ClassVar[str] = "students.csv"
     HUB_STATE: ClassVar[str] = "hub.json"
     HUB_PASSWORDS: ClassVar[str] = "passwords.json"
+    # Файл преподавателя «номер участника Moodle → id» одной лабораторной.
+    PARTICIPANTS: ClassVar[str] = "participants_{lab}.csv"
+    # Что make export кладёт в папку выгрузки.
+    MOODLE_GRADES: ClassVar[str] = "moodle_grades.csv"
+    WORKSHEET: ClassVar[str] = "{lab}_worksheet.csv"
+    FEEDBACK_ARCHIVE: ClassVar[str] = "{lab}_feedback_files.zip"
     # Таблицы CSV класса (тип строки каждой — в feedback.teacher.core.tables).
     PROBLEMS: ClassVar[str] = "problems.csv"
     NEEDS_REVIEW: ClassVar[str] = "needs_review.csv"
@@ -72,6 +78,7 @@ class Workspace:
     EXCHANGE: ClassVar[str] = "exchange"
     DASK_CERTS: ClassVar[str] = "dask-certs"
     HUB: ClassVar[str] = "hub"
+    EXPORT: ClassVar[str] = "export"
 
     # ------------------------------------------------------------------ файлы
     def table(self, row_type: type[NamedTable]) -> Path:
@@ -131,6 +138,33 @@ class Workspace:
     def roster(self) -> Path:
         """Список учащихся, который преподаватель кладёт в папку (students.csv)."""
         return self.folder / self.ROSTER
+
+    def participants(self, lab: str) -> Path:
+        """``participants_<лаб>.csv``: чьи работы из Moodle, когда по имени папки не понять."""
+        return self.folder / self.PARTICIPANTS.format(lab=lab)
+
+    def learner_report(self, student: str, lab: str) -> Path:
+        """Отчёт учащегося ``feedback_reports/<учащийся>/<лаб>/<лаб>.html``."""
+        return self.feedback_reports / student / lab / f"{lab}.html"
+
+    # ------------------------------------------------------------------ выгрузка (make export)
+    @property
+    def export(self) -> Path:
+        """Папка выгрузки для LMS: таблица оценок, заполненные ведомости, архивы отзывов."""
+        return self.folder / self.EXPORT
+
+    @property
+    def moodle_grades(self) -> Path:
+        """Таблица для Moodle «Импорт оценок → CSV-файл»."""
+        return self.export / self.MOODLE_GRADES
+
+    def worksheet(self, lab: str) -> Path:
+        """Заполненная копия ведомости оценок Moodle лабораторной."""
+        return self.export / self.WORKSHEET.format(lab=lab)
+
+    def feedback_archive(self, lab: str) -> Path:
+        """Архив отчётов лабораторной для Moodle «Загрузить несколько файлов с отзывами»."""
+        return self.export / self.FEEDBACK_ARCHIVE.format(lab=lab)
 
     # ------------------------------------------------------------------ папки
     @property

@@ -25,15 +25,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 from feedback.settings import GRADING_DIR, SANDBOX
-from feedback.teacher.core.settings import ROOT
+from feedback.teacher.core.labs import course_labs, find_lab
+from feedback.teacher.core.settings import DEFAULT_WORK, ROOT
 
-TEST_TIMES = (ROOT / ".course-work" / "test-times.xml", ROOT / ".course-work" / "nbval-times.xml")
+#: Время групп тестов, которое пишет make test (в .course-work/ репозитория).
+TEST_TIMES = (DEFAULT_WORK / "test-times.xml", DEFAULT_WORK / "nbval-times.xml")
+
+
+def _source(lab: str) -> Path:
+    """Эталонное решение лабораторной (id или номер) из solutions/."""
+    return find_lab(lab, course_labs(ROOT)).source
 
 
 def _class_folder(folder: Path, lab: str, count: int) -> Path:
     """Папка с ``count`` работами — копиями эталонного решения ``lab``."""
     shutil.rmtree(folder, ignore_errors=True)
-    source = ROOT / "solutions" / lab / f"{lab}.ipynb"
+    source = _source(lab)
     for number in range(1, count + 1):
         target = folder / f"bench{number:02d}" / lab / f"{lab}.ipynb"
         target.parent.mkdir(parents=True)
@@ -106,7 +113,7 @@ def plain_nbgrader(lab: str, root: Path) -> Runner:
     course = root / "plain-nbgrader"
     shutil.rmtree(course, ignore_errors=True)
     (course / "source" / lab).mkdir(parents=True)
-    shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "source" / lab)
+    shutil.copy(_source(lab), course / "source" / lab)
     (course / "nbgrader_config.py").write_text(
         "c = get_config()\nc.CourseDirectory.course_id = 'bench'\n"
         "c.Execute.timeout = 600\nc.Execute.iopub_timeout = 60\n",

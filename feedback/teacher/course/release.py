@@ -22,6 +22,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from feedback.teacher.core.labs import course_labs
 from feedback.teacher.core.settings import NOTEBOOKS, ROOT
 from feedback.teacher.notebook.assemble import cell_source
 
@@ -78,11 +79,6 @@ def course_settings(root: Path = ROOT) -> dict[str, str]:
         return tomllib.load(fh)["tool"]["course"]
 
 
-def lab_sources(root: Path = ROOT) -> list[Path]:
-    """Все исходные тетрадки: solutions/<лабораторная>/<лабораторная>.ipynb."""
-    return sorted((root / "solutions").glob("*/*.ipynb"))
-
-
 def stamped_cells(notebook_path: Path, nb: dict, root: Path = ROOT) -> dict[str, str]:
     """Правильный текст ячеек «badges» и «install» для этой тетрадки."""
     settings = course_settings(root)
@@ -126,7 +122,7 @@ def _write(path: Path, nb: dict) -> None:
 def stamp_sources(root: Path = ROOT, write: bool = True) -> list[Path]:
     """Обновляет значки и ячейку установки в solutions/; возвращает изменённые файлы."""
     stale = []
-    for path in lab_sources(root):
+    for path in (lab.source for lab in course_labs(root)):
         nb = _read(path)
         if _stamp(nb, stamped_cells(path, nb, root)):
             stale.append(path)
@@ -167,11 +163,10 @@ def generate(release_dir: Path, root: Path = ROOT) -> None:
         cwd=root,
         check=True,
     )
-    for source in lab_sources(root):
-        lab = source.parent.name
-        for path in (release_dir / lab).glob("*.ipynb"):
+    for lab in course_labs(root):
+        for path in (release_dir / lab.id).glob("*.ipynb"):
             nb = _clean(_read(path))
-            student_path = root / "notebooks" / lab / path.name
+            student_path = lab.release.parent / path.name
             _stamp(nb, stamped_cells(student_path, nb, root))
             _write(path, nb)
 
@@ -182,7 +177,7 @@ def stale_notebooks(root: Path = ROOT) -> list[str]:
         f"{path}: устарели значки или ячейка установки" for path in stamp_sources(root, False)
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp) / "release"
+        fresh = Path(tmp) / "notebooks"
         generate(fresh, root)
         current = root / "notebooks"
         comparison = filecmp.dircmp(fresh, current, ignore=[".ipynb_checkpoints"])
@@ -215,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     stamp_sources()
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp) / "release"
+        fresh = Path(tmp) / "notebooks"
         generate(fresh)
         shutil.rmtree(NOTEBOOKS, ignore_errors=True)
         shutil.copytree(fresh, NOTEBOOKS)

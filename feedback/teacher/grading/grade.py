@@ -59,10 +59,10 @@ from feedback.formatting import format_plain, plural
 from feedback.settings import SettingError
 from feedback.teacher.core import files
 from feedback.teacher.core.console import safe_console
+from feedback.teacher.core.labs import course_labs
 from feedback.teacher.core.results import Job, UnitResult
 from feedback.teacher.core.settings import PACKAGE, ROOT, Settings, is_gpu_lab
 from feedback.teacher.core.tables import ChangeRow, Problem, ReviewRow
-from feedback.teacher.course.release import lab_sources
 from feedback.teacher.intake import roster, uploads
 from feedback.teacher.intake.uploads import Submission
 from feedback.teacher.lms import handback
@@ -140,7 +140,7 @@ def _secret(work: Path) -> str:
 def _allowed(releases: dict[str, nbformat.NotebookNode], root: Path = ROOT) -> dict[str, list[str]]:
     """Помощники курса, которыми пользуются эталонные решения каждой лабораторной."""
     allowed = {}
-    for source in lab_sources(root):
+    for source in (lab.source for lab in course_labs(root)):
         lab = source.parent.name
         nb = nbformat.read(source, as_version=4)
         setup = [
@@ -173,8 +173,8 @@ def prepare(settings: Settings, jobs: int | None = None, roster_file: Path | Non
     except RuntimeError as error:
         raise SetupError(str(error)) from None
     try:
-        people = roster.prepare_roster(work, roster_file)
-        matcher = roster.Matcher.from_work(work, people, releases)
+        people = roster.prepare_roster(settings.workspace, roster_file)
+        matcher = roster.Matcher.from_workspace(settings.workspace, people, releases)
     except roster.RosterError as error:
         raise SetupError(str(error)) from None
     if people is not None:
@@ -277,7 +277,7 @@ def unchecked_references(run: Run, labs: set[str], cache: Path) -> References:
     jax_dir = cache / "jax"
     jax_dir.mkdir(parents=True, exist_ok=True)
     pending = {}
-    for source in lab_sources(run.settings.root):
+    for source in (lab.source for lab in course_labs(run.settings.root)):
         lab = source.parent.name
         if lab not in labs:
             continue
@@ -477,9 +477,9 @@ def _remember(run: Run, found: list[Submission], problems: list[Problem]) -> Non
     (:mod:`feedback.teacher.lms.handback`), отпечатки — для снимка баллов (:mod:`ledger`).
     """
     if run.matcher is not None:
-        roster.save_participants(run.work, run.matcher.seen)
+        roster.save_participants(run.settings.workspace, run.matcher.seen)
     handback.remember_folders(
-        run.work,
+        run.settings.workspace,
         [(s.student, s.lab, s.file) for s in found]
         + [(p.student, p.lab, p.file) for p in problems if p.lab in run.releases],
     )
@@ -525,7 +525,7 @@ def _merge_unassessed(run: Run, problems: list[Problem], graded: set[tuple[str, 
     раз) — строка problems.csv, а не нули вместо оценки и снятые ручные оценки.
     """
     kept = {key for key, earlier in run.before.items() if _real_upload(earlier.upload)}
-    reports = ReportWriter(run.work)
+    reports = ReportWriter(run.settings.workspace)
     for result in _unassessed(run, problems, graded | kept):
         run.uploads[(result.student, result.lab)] = ledger.NO_UPLOAD
         _merge_safely(run, result, reports)
@@ -585,7 +585,7 @@ def count_line(graded: list[Submission], problems: list[Problem]) -> str:
 
 def _run_units(run: Run, jobs: list[Job], cluster: Cluster | None, work: Path) -> None:
     """Единицы — здесь или на рабочих Dask; результаты сливаются по мере готовности."""
-    reports = ReportWriter(work)
+    reports = ReportWriter(run.settings.workspace)
     total = len(jobs)
     done = 0
     manual = {lab: manual_points(release) for lab, release in run.releases.items()}

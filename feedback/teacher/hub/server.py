@@ -280,7 +280,7 @@ def prepare(
     work = hub.settings.work
     work.mkdir(parents=True, exist_ok=True)
     try:
-        people = roster.prepare_roster(work, roster_file)
+        people = roster.prepare_roster(hub.settings.workspace, roster_file)
     except roster.RosterError as error:
         raise HubError(str(error)) from None
     if people is None:
@@ -797,7 +797,7 @@ def banner(hub: Hub, state: Mapping[str, Any]) -> str:
             f"JupyterHub курса: {hub.url}",
             f"  преподаватель: {state['teacher']}, пароль {chosen['teacher']}",
             f"  учащиеся ({plural(count, 'учётная запись', 'учётные записи', 'учётных записей')}"
-            f" из {hub.settings.work / roster.ROSTER}): имя — id из списка, пароль "
+            f" из {hub.settings.workspace.roster}): имя — id из списка, пароль "
             f"{chosen['learners']}",
             f"  exchange: {hub.settings.workspace.exchange}",
             "Остановить: Ctrl+C здесь или make hub-stop в другом терминале; ничего не теряется —",
@@ -815,7 +815,7 @@ def _class_banner(hub: Hub, state: Mapping[str, Any]) -> str:
             "(проба без них — make hub HUB_MODE=trial).",
             f"JupyterHub класса: {hub.url}",
             f"  учащиеся: {plural(count, 'пользователь', 'пользователя', 'пользователей')} Unix "
-            f"из {hub.settings.work / roster.ROSTER} (заведено сейчас: {created}), у каждого "
+            f"из {hub.settings.workspace.roster} (заведено сейчас: {created}), у каждого "
             "свой пароль;",
             f"  преподаватель: {teacher} (его сервер работает от {state['run_as'][teacher]})",
             f"  пароли для печати: {state['password_page']} и {state['password_list']} (0600)",

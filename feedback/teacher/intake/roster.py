@@ -38,6 +38,7 @@ from pathlib import Path
 
 from feedback.teacher.core import files
 from feedback.teacher.core.tables import LmsIdRow, read_rows, write_rows
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.intake.names import (  # BLIND, MOODLE_FOLDER — для тех, кто брал их отсюда
     BLIND,  # noqa: F401
     MOODLE_FOLDER,  # noqa: F401
@@ -49,9 +50,6 @@ from feedback.teacher.intake.names import (  # BLIND, MOODLE_FOLDER — для �
     parse_lms_name,
     student_id,
 )
-
-ROSTER = "students.csv"
-LMS_IDS = LmsIdRow.FILE
 
 #: Столбцы ведомости оценок Moodle в русском и английском интерфейсе.
 IDENTIFIER = ("Идентификатор", "Identifier")
@@ -71,11 +69,6 @@ def valid_id(text: str) -> bool:
 
 class RosterError(ValueError):
     """Список учащихся или файл участников не читается; текст — что исправить."""
-
-
-def mapping_file(work: Path, lab: str) -> Path:
-    """Файл преподавателя «номер участника → id» для лабораторной."""
-    return work / f"participants_{lab}.csv"
 
 
 @dataclass(frozen=True)
@@ -186,9 +179,9 @@ def load_roster(path: Path) -> Roster:
     return Roster(path, people)
 
 
-def prepare_roster(work: Path, given: Path | None = None) -> Roster | None:
+def prepare_roster(workspace: Workspace, given: Path | None = None) -> Roster | None:
     """Список для этого запуска: ``given`` (копируется в рабочую папку) или уже лежащий там."""
-    target = work / ROSTER
+    target = workspace.roster
     if given is not None:
         if not given.is_file():
             raise RosterError(f"список учащихся {given} не найден")
@@ -243,7 +236,7 @@ def load_mapping(path: Path, roster: Roster | None) -> dict[str, str]:
         if roster is None:
             raise RosterError(
                 f"{path} — ведомость Moodle: чтобы узнать по ней id, нужен список учащихся "
-                f"({ROSTER}, make grade ROSTER=путь)"
+                f"({Workspace.ROSTER}, make grade ROSTER=путь)"
             )
         name, email = _column(header, FULL_NAME), _column(header, EMAIL)
         for line, row in enumerate(rows, start=2):
@@ -276,22 +269,22 @@ def load_mapping(path: Path, roster: Roster | None) -> dict[str, str]:
     return mapping
 
 
-def read_participants(work: Path) -> dict[tuple[str, str], str]:
+def read_participants(workspace: Workspace) -> dict[tuple[str, str], str]:
     """``lms_ids.csv``: (id учащегося, лабораторная) → номер участника в этой лабораторной."""
     return {
         (row.student_id, row.lab): row.lms_participant
-        for row in read_rows(work / LMS_IDS, LmsIdRow)
+        for row in read_rows(workspace.table(LmsIdRow), LmsIdRow)
         if row.student_id and row.lab and row.lms_participant
     }
 
 
-def save_participants(work: Path, seen: Mapping[tuple[str, str], str]) -> None:
+def save_participants(workspace: Workspace, seen: Mapping[tuple[str, str], str]) -> None:
     """Дописывает номера этого запуска к ``lms_ids.csv`` (прежние лабораторные остаются)."""
-    if not seen and not (work / LMS_IDS).is_file():
+    if not seen and not workspace.table(LmsIdRow).is_file():
         return
-    merged = {**read_participants(work), **seen}
+    merged = {**read_participants(workspace), **seen}
     write_rows(
-        work / LMS_IDS,
+        workspace.table(LmsIdRow),
         LmsIdRow,
         [LmsIdRow(student, lab, number) for (student, lab), number in sorted(merged.items())],
     )
@@ -310,21 +303,24 @@ class Matcher:
         self,
         roster: Roster | None = None,
         mappings: Mapping[str, Mapping[str, str]] | None = None,
-        work: Path | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
         self.roster = roster
         self.mappings = dict(mappings or {})
-        self.work = work or Path(".")
+        self.workspace = workspace or Workspace(Path("."))
         self.seen: dict[tuple[str, str], str] = {}
 
     @classmethod
-    def from_work(cls, work: Path, roster: Roster | None, labs: Iterable[str]) -> Matcher:
+    def from_workspace(
+        cls, workspace: Workspace, roster: Roster | None, labs: Iterable[str]
+    ) -> Matcher:
+        """Сопоставление с файлами участников ``labs``, которые лежат в рабочей папке."""
         mappings = {}
         for lab in labs:
-            path = mapping_file(work, lab)
+            path = workspace.participants(lab)
             if path.is_file():
                 mappings[lab] = load_mapping(path, roster)
-        return cls(roster, mappings, work)
+        return cls(roster, mappings, workspace)
 
     def identify(self, text: str, lab: str | None) -> Match:
         lms = parse_lms_name(text)
@@ -345,7 +341,7 @@ class Matcher:
         return Match(student, number, by_name=named)
 
     def _mapping_hint(self, lab: str | None, number: str) -> str:
-        path = mapping_file(self.work, lab or "<лабораторная>")
+        path = self.workspace.participants(lab or "<лабораторная>")
         return f"добавьте в {path} строку «{number},<id учащегося>»"
 
     def _from_roster(

@@ -24,12 +24,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
 from feedback.formatting import plural
 from feedback.teacher.core import files
+from feedback.teacher.core.labs import UnknownLab
+from feedback.teacher.core.settings import Settings
 from feedback.teacher.core.tables import safe_cell, write_csv
-from feedback.teacher.course.release import lab_sources
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.intake import roster
 from feedback.teacher.lms import handback
 from feedback.teacher.records import gradebook
@@ -49,20 +49,6 @@ class ExportError(ValueError):
 
 
 # --------------------------------------------------------------------------- что выгружать
-
-
-def lab_titles() -> dict[str, str]:
-    """Лабораторные по порядку и их названия (первый заголовок тетрадки)."""
-    titles = {}
-    for source in lab_sources():
-        lab = source.parent.name
-        title = lab
-        for cell in nbformat.read(source, as_version=4).cells:
-            if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
-                title = cell.source.lstrip()[2:].splitlines()[0].strip()
-                break
-        titles[lab] = title
-    return titles
 
 
 def number(value: float, decimal: str = ".", decimals: int | None = None) -> str:
@@ -102,38 +88,40 @@ def final_score(result: gradebook.LabResult | None) -> float | None:
     return result.score
 
 
-def _people(work: Path) -> tuple[list[roster.Person], list[str]]:
+def _people(workspace: Workspace) -> tuple[list[roster.Person], list[str]]:
     """Кому писать строки: список учащихся (или база) и id из базы, которых нет в списке."""
     known = [
         roster.Person(student, first or "", last or "", email or "")
-        for student, (last, first, email) in gradebook.students(work).items()
+        for student, (last, first, email) in gradebook.students(workspace.folder).items()
     ]
-    path = work / roster.ROSTER
+    path = workspace.roster
     if not path.is_file():
         return sorted(known, key=lambda p: p.id), []
     people = roster.load_roster(path).people
     return list(people.values()), sorted(p.id for p in known if p.id not in people)
 
 
-def moodle_grades(work: Path) -> tuple[Path, list[str]]:
-    """``export/moodle_grades.csv``; возвращает путь и id из базы, которых нет в списке."""
-    titles = lab_titles()
-    results = gradebook.results(work)
-    people, strangers = _people(work)
+def moodle_grades(settings: Settings) -> tuple[Path, list[str]]:
+    """``export/moodle_grades.csv``; возвращает путь и id из базы, которых нет в списке.
+
+    Столбцы — лабораторные курса (:attr:`Settings.labs`) по порядку, под их названиями.
+    """
+    workspace = settings.workspace
+    results = gradebook.results(workspace.folder)
+    people, strangers = _people(workspace)
     header = ["email", "id", "first_name", "last_name"]
-    for title in titles.values():
-        header += [title, f"{title} — отзыв"]
+    for lab in settings.labs:
+        header += [lab.title, f"{lab.title} — отзыв"]
     rows = []
     for person in people:
         row = [person.email, person.id, person.first_name, person.last_name]
-        for lab, title in titles.items():
-            result = results.get((person.id, lab))
+        for lab in settings.labs:
+            result = results.get((person.id, lab.id))
             score = final_score(result)
-            row += ["" if score is None else number(score), comment(result, lab, title)]
+            row += ["" if score is None else number(score), comment(result, lab.id, lab.title)]
         rows.append(row)
-    folder = work / "export"
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / "moodle_grades.csv"
+    target = workspace.moodle_grades
+    target.parent.mkdir(parents=True, exist_ok=True)
     write_csv(target, header, rows)
     return target, strangers
 
@@ -262,18 +250,9 @@ def _our_comment(existing: str, ours: str, title: str) -> str:
     return "\n".join([*kept, ours])
 
 
-def resolve_lab(lab: str | None, numbers: set[str], work: Path) -> str:
-    """Лабораторная по id, по номеру («7.2») или по номерам участников ведомости."""
-    labs = list(lab_titles())
-    if lab:
-        wanted = lab.strip()
-        dotted = [name for name in labs if name.startswith(f"lab_{wanted.replace('.', '_')}_")]
-        if wanted in labs:
-            return wanted
-        if len(dotted) == 1:
-            return dotted[0]
-        raise ExportError(f"лабораторной «{lab}» нет; есть: {', '.join(labs)}")
-    known = roster.read_participants(work)
+def worksheet_lab(numbers: set[str], workspace: Workspace) -> str:
+    """Лабораторная ведомости, когда её не назвали: чьи номера участников в ней (lms_ids.csv)."""
+    known = roster.read_participants(workspace)
     overlap = Counter(name for (_, name), n in known.items() if n in numbers)
     best = overlap.most_common(2)
     if not best or (len(best) == 2 and best[0][1] == best[1][1]):
@@ -283,8 +262,13 @@ def resolve_lab(lab: str | None, numbers: set[str], work: Path) -> str:
     return best[0][0]
 
 
-def fill_worksheet(work: Path, worksheet: Path, lab: str | None = None) -> Filled:
-    """Заполняет копию ведомости Moodle оценками лабораторной (см. модуль)."""
+def fill_worksheet(settings: Settings, worksheet: Path, lab: str | None = None) -> Filled:
+    """Заполняет копию ведомости Moodle оценками лабораторной (см. модуль).
+
+    Лабораторная — ``lab`` (id или номер, :meth:`Settings.find_lab`) или, без неё, та, чьи
+    номера участников стоят в ведомости (:func:`worksheet_lab`).
+    """
+    workspace = settings.workspace
     try:
         raw = worksheet.read_bytes()
     except OSError as error:
@@ -320,15 +304,19 @@ def fill_worksheet(work: Path, worksheet: Path, lab: str | None = None) -> Fille
         return record.cells[index].value
 
     numbers = {n for r in rows if (n := roster.participant_number(value(r, identifier)))}
-    lab = resolve_lab(lab, numbers, work)
-    title = lab_titles()[lab]
+    try:
+        found = settings.find_lab(lab or worksheet_lab(numbers, workspace))
+    except UnknownLab as error:
+        raise ExportError(str(error)) from None
+    lab, title = found.id, found.title
     owners = {
-        n: student for (student, name), n in roster.read_participants(work).items() if name == lab
+        n: student
+        for (student, name), n in roster.read_participants(workspace).items()
+        if name == lab
     }
-    results = gradebook.results(work)
+    results = gradebook.results(workspace.folder)
     style = _decimal_style([value(r, i) for r in rows for i in (grade_at, max_at)])
-    folder = work / "export"
-    done = Filled(folder / f"{lab}_worksheet.csv", lab, [], [], [])
+    done = Filled(workspace.worksheet(lab), lab, [], [], [])
     if done.path.resolve() == worksheet.resolve():
         raise ExportError(f"ведомость {worksheet} лежит там, куда пишется заполненная копия")
     for record in rows:
@@ -358,7 +346,7 @@ def fill_worksheet(work: Path, worksheet: Path, lab: str | None = None) -> Fille
                 delimiter,
             )
         done.filled.append(student)
-    folder.mkdir(parents=True, exist_ok=True)
+    done.path.parent.mkdir(parents=True, exist_ok=True)
     body = join_records(records, delimiter).encode("utf-8")
     files.write_bytes(done.path, (b"\xef\xbb\xbf" if bom else b"") + body)
     return done
@@ -373,7 +361,6 @@ def _listed(ids: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from feedback.teacher.core.settings import work_dir
     from feedback.teacher.pages import analytics
 
     parser = argparse.ArgumentParser(description="Выгрузить оценки курса 7 для Moodle.")
@@ -382,15 +369,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--lab", default=None, help="лабораторная ведомости: id или номер (7.2)")
     args = parser.parse_args(argv)
-    work = work_dir()
-    if not (work / "gradebook.db").is_file():
+    settings = Settings.from_env()
+    work = settings.work
+    if not settings.workspace.has_gradebook:
         print(f"Выгружать нечего: в {work} нет базы оценок — сначала make grade.", file=sys.stderr)
         return 2
     try:
         grades, by_task = gradebook.export(work)
-        target, strangers = moodle_grades(work)
-        filled = fill_worksheet(work, args.worksheet, args.lab) if args.worksheet else None
-        handed = handback.build_all(work)
+        target, strangers = moodle_grades(settings)
+        filled = fill_worksheet(settings, args.worksheet, args.lab) if args.worksheet else None
+        handed = handback.build_all(settings.workspace)
     except (ExportError, roster.RosterError) as error:
         print(f"Выгрузка не сделана: {error}", file=sys.stderr)
         return 2
@@ -401,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Для Moodle «Импорт оценок → CSV-файл»: {target}")
     if strangers:
         print(
-            f"В базе есть работы учащихся, которых нет в списке {work / roster.ROSTER}: "
+            f"В базе есть работы учащихся, которых нет в списке {settings.workspace.roster}: "
             f"{_listed(strangers)} — в {target.name} их нет."
         )
     if filled is not None:
@@ -418,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Оценку нельзя изменить в Moodle (не тронуты): {_listed(filled.locked)}.")
         if filled.untouched:
             print(f"Строк без оценённой работы этой лабораторной (не тронуты): {filled.untouched}.")
-    _print_handback(handed, titles=lab_titles())
+    _print_handback(handed, titles={lab.id: lab.title for lab in settings.labs})
     return 0
 
 

@@ -36,11 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedback.teacher.core import files
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.intake import roster
 from feedback.teacher.records import gradebook
 
-#: Папки Moodle из скачанных архивов: лабораторная → учащийся → имя папки.
-FOLDERS = "lms_folders.json"
 #: Модуль ответа, от имени которого Moodle называет папки «Скачать все ответы».
 PLUGIN = ("assignsubmission", "file")
 #: Флаг записи zip «имя в UTF-8» (APPNOTE 4.4.4, бит 11).
@@ -78,10 +77,10 @@ def submission_folder(path: str) -> str | None:
     return flat[1] if flat else None
 
 
-def read_folders(work: Path) -> dict[str, dict[str, str]]:
+def read_folders(workspace: Workspace) -> dict[str, dict[str, str]]:
     """``lms_folders.json``: лабораторная → учащийся → папка в архиве Moodle."""
     try:
-        data = json.loads((work / FOLDERS).read_text(encoding="utf-8"))
+        data = json.loads(workspace.lms_folders.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
@@ -93,20 +92,20 @@ def read_folders(work: Path) -> dict[str, dict[str, str]]:
     }
 
 
-def remember_folders(work: Path, works: Iterable[tuple[str, str, str]]) -> None:
+def remember_folders(workspace: Workspace, works: Iterable[tuple[str, str, str]]) -> None:
     """Дописывает папки Moodle работ этого запуска (учащийся, лабораторная, путь в архиве).
 
     Папки прежних архивов и других лабораторных остаются; работа не из архива Moodle
     (папка без номера участника) ничего не меняет.
     """
-    merged = read_folders(work)
+    merged = read_folders(workspace)
     for student, lab, path in works:
         folder = submission_folder(path)
         if student != "?" and folder is not None:
             merged.setdefault(lab, {})[student] = folder
-    if merged or (work / FOLDERS).exists():
+    if merged or workspace.lms_folders.exists():
         ordered = {lab: dict(sorted(merged[lab].items())) for lab in sorted(merged)}
-        files.write_text(work / FOLDERS, json.dumps(ordered, ensure_ascii=False, indent=1))
+        files.write_text(workspace.lms_folders, json.dumps(ordered, ensure_ascii=False, indent=1))
 
 
 def made_up_folder(name: str, participant: str) -> str:
@@ -149,18 +148,14 @@ class HandBack:
     shared_number: list[str] = field(default_factory=list)
 
 
-def reports(work: Path) -> dict[str, dict[str, Path]]:
+def reports(workspace: Workspace) -> dict[str, dict[str, Path]]:
     """Отчёты в рабочей папке: лабораторная → учащийся → файл отчёта."""
     found: dict[str, dict[str, Path]] = defaultdict(dict)
-    for path in sorted((work / "feedback_reports").glob("*/*/*.html")):
+    for path in sorted(workspace.feedback_reports.glob("*/*/*.html")):
         student, lab = path.parent.parent.name, path.parent.name
-        if path.name == f"{lab}.html" and path.is_file():
+        if path == workspace.learner_report(student, lab) and path.is_file():
             found[lab][student] = path
     return dict(found)
-
-
-def archive_name(lab: str) -> str:
-    return f"{lab}_feedback_files.zip"
 
 
 def _entry(name: str, source: Path) -> zipfile.ZipInfo:
@@ -173,7 +168,7 @@ def _entry(name: str, source: Path) -> zipfile.ZipInfo:
 
 
 def build(
-    work: Path,
+    workspace: Workspace,
     lab: str,
     learners: Mapping[str, Path],
     participants: Mapping[tuple[str, str], str],
@@ -202,7 +197,7 @@ def build(
     done.shared_number.sort()
     if not chosen:
         return done
-    target = work / "export" / archive_name(lab)
+    target = workspace.feedback_archive(lab)
     target.parent.mkdir(parents=True, exist_ok=True)
     with files.replacing(target, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
         for student, folder in sorted(chosen.items(), key=lambda item: item[1]):
@@ -212,15 +207,15 @@ def build(
     return done
 
 
-def build_all(work: Path) -> list[HandBack]:
+def build_all(workspace: Workspace) -> list[HandBack]:
     """Архивы отзывов всех лабораторных, у которых есть отчёты (см. модуль)."""
-    found = reports(work)
+    found = reports(workspace)
     if not found:
         return []
-    participants = roster.read_participants(work)
-    folders = read_folders(work)
-    people = gradebook.students(work) if (work / "gradebook.db").is_file() else {}
+    participants = roster.read_participants(workspace)
+    folders = read_folders(workspace)
+    people = gradebook.students(workspace.folder) if workspace.has_gradebook else {}
     return [
-        build(work, lab, found[lab], participants, folders.get(lab, {}), people)
+        build(workspace, lab, found[lab], participants, folders.get(lab, {}), people)
         for lab in sorted(found)
     ]

@@ -19,7 +19,8 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
 from feedback.teacher.core import files
-from feedback.teacher.core.settings import gradebook_url, work_dir
+from feedback.teacher.core.settings import work_dir
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.pages import TEMPLATES
 from feedback.teacher.pages.preprocessors import ReportCleanup, ReportGrades
 
@@ -99,9 +100,9 @@ class ReportWriter:
     который ещё отличает непроверенный ответ от нуля и собирает строку итога).
     """
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, workspace: Workspace) -> None:
         config = report_config()
-        self.work = work
+        self.workspace = workspace
         self.exporter = ReportExporter(config=config)
         for preprocessor in (ReportCleanup, ReportGrades, CSSHTMLHeaderPreprocessor):
             self.exporter.register_preprocessor(preprocessor(config=config), enabled=True)
@@ -115,20 +116,20 @@ class ReportWriter:
                 "student": student,
                 "assignment": lab,
                 "notebook": lab,
-                "db_url": gradebook_url(self.work),
+                "db_url": self.workspace.gradebook_url,
             },
         }
         body, _ = self.exporter.from_notebook_node(notebook, resources=resources)
-        folder = self.work / "feedback_reports" / student / lab
-        folder.mkdir(parents=True, exist_ok=True)
-        return files.write_text(folder / f"{lab}.html", body)
+        target = self.workspace.learner_report(student, lab)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return files.write_text(target, body)
 
 
-def rewrite_all(work: Path) -> list[Path]:
+def rewrite_all(workspace: Workspace) -> list[Path]:
     """Заново пишет все отчёты по проверенным тетрадкам и баллам из базы (после ручной проверки)."""
-    writer = ReportWriter(work)
+    writer = ReportWriter(workspace)
     written = []
-    for path in sorted((work / "autograded").glob("*/*/*.ipynb")):
+    for path in sorted(workspace.autograded.glob("*/*/*.ipynb")):
         written.append(writer.write(path.parent.parent.name, path.parent.name, path))
     return written
 
@@ -139,9 +140,10 @@ def main() -> int:
     from feedback.teacher.records import gradebook
 
     work = work_dir()
-    written = rewrite_all(work)
-    print(f"Отчёты обновлены: {len(written)} (в {work / 'feedback_reports'})")
-    if (work / "gradebook.db").is_file():
+    workspace = Workspace(work)
+    written = rewrite_all(workspace)
+    print(f"Отчёты обновлены: {len(written)} (в {workspace.feedback_reports})")
+    if workspace.has_gradebook:
         grades, by_task = gradebook.export(work)
         print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
         summary = analytics.refresh(work)

@@ -28,7 +28,6 @@ from feedback.teacher.core import files
 from feedback.teacher.core.results import UnitResult
 from feedback.teacher.core.settings import COURSE_ID, Settings, gradebook_url
 from feedback.teacher.core.tables import GradeRow, ManualArchiveRow, TaskGradeRow, write_rows
-from feedback.teacher.course.release import lab_sources
 
 NO_RESPONSE = "Нет ответа."
 #: Почему снята ручная оценка (то же, что у feedback.teacher.records.ledger.ANSWER_CHANGED).
@@ -50,7 +49,7 @@ def register(work: Path) -> dict[str, nbformat.NotebookNode]:
     stamps_file = work / "release" / "sources.json"
     stamps = json.loads(stamps_file.read_text()) if stamps_file.exists() else {}
     releases, api = {}, None
-    for source in lab_sources():
+    for source in (lab.source for lab in Settings().labs):
         lab = source.parent.name
         released = work / "release" / lab / source.name
         fingerprint = _fingerprint(source)
