@@ -210,7 +210,7 @@ def test_each_learner_logs_in_with_an_own_password_from_a_list_only_the_owner_re
     # Повторный make hub: пароли и учётные записи те же, список тот же.
     before = listing.read_text(encoding="utf-8")
     again = hub_prepare.prepare(chosen, None, register=False, proxy=state.proxy)
-    assert again["created"] == [] and listing.read_text(encoding="utf-8") == before
+    assert again.created == [] and listing.read_text(encoding="utf-8") == before
 
 
 @needs_root
