@@ -183,7 +183,7 @@ def test_the_insecure_opt_in_is_an_explicit_flag():
     assert Settings.from_env({"ALLOW_INSECURE_DASK": "да"}).allow_insecure_dask is False
     assert Settings.from_env({"ALLOW_INSECURE_DASK": "1"}).allow_insecure_dask is True
     certs = Settings.from_env({"COURSE7_GRADING_DIR": "/w", "COURSE7_DASK_CERTS": "/c"})
-    assert certs.dask_certs == Path("/c")
+    assert certs.workspace.dask_certs == Path("/c")
     assert Settings.from_env({"COURSE7_GRADING_DIR": "/w"}).workspace.dask_certs == Path(
         "/w/dask-certs"
     )
