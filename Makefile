@@ -172,7 +172,7 @@ formgrader: $(STAMP)
 # на JupyterHub — ещё и выдача готовых отчётов через exchange (nbgrader release_feedback).
 feedback: $(STAMP)
 	$(BIN)/python -m feedback.teacher.pages.reports
-	$(BIN)/python -m feedback.teacher.hub.server feedback
+	$(BIN)/python -m feedback.teacher.commands.hub feedback
 
 # Курс на JupyterHub (docs/teaching.md, «Курс на JupyterHub»): make hub ROSTER=students.csv
 # [HUB_PORT=8000 HUB_IP=0.0.0.0 TEACHER=teacher] запускает его на этой машине и печатает адрес и
@@ -195,19 +195,19 @@ hub-proxy: $(HUB_PROXY)
 
 hub: $(STAMP) $(HUB_PROXY)
 	@$(NODE_CHECK)
-	$(BIN)/python -m feedback.teacher.hub.server start $${ROSTER:+--roster="$$ROSTER"} \
+	$(BIN)/python -m feedback.teacher.commands.hub start $${ROSTER:+--roster="$$ROSTER"} \
 		$${HUB_PORT:+--port="$$HUB_PORT"} $${HUB_IP:+--ip="$$HUB_IP"} \
 		$${TEACHER:+--teacher="$$TEACHER"} $${HUB_MODE:+--mode="$$HUB_MODE"} \
 		$${HUB_PREFIX:+--prefix="$$HUB_PREFIX"}
 
 hub-stop: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub.server stop
+	$(BIN)/python -m feedback.teacher.commands.hub stop
 
 hub-release: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub.server release $${LAB:+-- "$$LAB"}
+	$(BIN)/python -m feedback.teacher.commands.hub release $${LAB:+-- "$$LAB"}
 
 collect: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub.server collect
+	$(BIN)/python -m feedback.teacher.commands.hub collect
 
 # Таблицы оценок из базы и сводка summary.html заново — после ручной проверки в formgrader (то же
 # делают make feedback и make export).

@@ -1,4 +1,4 @@
-"""Настройки JupyterHub курса для make hub: всё — в feedback/teacher/hub/server.py (configure).
+"""Настройки JupyterHub курса для make hub: всё — в feedback/teacher/hub/config.py (configure).
 
 make hub готовит рабочую папку (.course-work/hub/ или COURSE7_GRADING_DIR/hub/: учётные записи
 из students.csv, пароли, настройки серверов, порты — hub.json) и запускает
@@ -8,6 +8,6 @@ JupyterHub».
 """
 
 from feedback.teacher.core.settings import Settings
-from feedback.teacher.hub.server import HUB, configure
+from feedback.teacher.hub.config import configure
 
-configure(get_config(), Settings.from_env().work / HUB)  # noqa: F821
+configure(get_config(), Settings.from_env().workspace)  # noqa: F821

@@ -1,13 +1,13 @@
 """Семестр через JupyterHub курса, как его проходят люди, — в настоящем JupyterHub и Chromium.
 
-``make hub`` (:mod:`feedback.teacher.hub.server`) поднимает JupyterHub с configurable-http-proxy из
-npm
-(его ставит ``make hub-proxy``: тест ничего не скачивает). Преподаватель выпускает 7.2 в
-exchange (``make hub-release``) и видит её в formgrader «released»; двое учащихся входят,
-берут её во вкладке Assignments, правят ответ в JupyterLab, сохраняют и сдают. Преподаватель
-собирает (``make collect``) и оценивает (``make grade``) — оценивается ровно то, что учащийся
-набрал; ставит балл и комментарий письменному ответу в formgrader, ``make feedback`` выдаёт
-отчёты через exchange, и каждый учащийся забирает и открывает в JupyterLab отчёт своей работы.
+``make hub`` (:mod:`feedback.teacher.commands.hub`) поднимает JupyterHub с
+configurable-http-proxy из npm (его ставит ``make hub-proxy``: тест ничего не скачивает).
+Преподаватель выпускает 7.2 в exchange (``make hub-release``) и видит её в formgrader
+«released»; двое учащихся входят, берут её во вкладке Assignments, правят ответ в
+JupyterLab, сохраняют и сдают. Преподаватель собирает (``make collect``) и оценивает
+(``make grade``) — оценивается ровно то, что учащийся набрал; ставит балл и комментарий
+письменному ответу в formgrader, ``make feedback`` выдаёт отчёты через exchange, и каждый
+учащийся забирает и открывает в JupyterLab отчёт своей работы.
 
 Затем Иванов переписывает оценённый ответ и сдаёт ещё раз: ``make collect`` и ``make grade``
 берут пересдачу, а ручная оценка снята — ответ снова ждёт проверки.
@@ -35,10 +35,18 @@ from corpus import CORRECT, FORWARD, LAB2, lab2
 from nbgrader.utils import parse_utc
 
 from feedback.settings import REQUIRE_BROWSER
+from feedback.teacher.commands import hub as hub_command
 from feedback.teacher.core.settings import COURSE_ID, GIB, Limits, Settings
 from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.grading import grade
-from feedback.teacher.hub import server as hub
+from feedback.teacher.hub import collect as hub_collect
+from feedback.teacher.hub import handback, lateness
+from feedback.teacher.hub import logins as hub_logins
+from feedback.teacher.hub import prepare as hub_prepare
+from feedback.teacher.hub import process as hub_process
+from feedback.teacher.hub import release as hub_release
+from feedback.teacher.hub import state as hub_state
+from feedback.teacher.intake import exchange
 from feedback.teacher.lms import export
 from feedback.teacher.pages import reports
 from feedback.teacher.records import gradebook, ledger
@@ -106,8 +114,8 @@ def test_one_learner_through_the_hub_and_through_moodle_is_one_id(tmp_path, fres
     settings = _settings(work)
     notebook = lab2(CORRECT)
     collected = write_submission(settings.workspace.submitted, "ivanov", LAB2, notebook).parent
-    (collected / hub.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
-    (collected / hub.SUBMISSION_SECRET).write_text("secret")
+    (collected / exchange.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
+    (collected / exchange.SUBMISSION_SECRET).write_text("secret")
     grade.grade(roster_file=_roster(tmp_path), settings=settings)
     through_hub = {key: scores for key, scores in ledger.load_scores(work).items()}
     assert list(through_hub) == [("ivanov", LAB2)]
@@ -123,7 +131,7 @@ def test_one_learner_through_the_hub_and_through_moodle_is_one_id(tmp_path, fres
         {"student_id": "ivanov", "lab": LAB2, "lms_participant": "123"}
     ]
     # Отчёт выдаётся сдаче из exchange: оценена та же тетрадка.
-    assert [item.problem for item in hub.hub_feedback(settings)] == [None]
+    assert [item.problem for item in handback.hub_feedback(settings)] == [None]
 
 
 def _submit(
@@ -141,8 +149,8 @@ def _submit(
     folder.mkdir(parents=True)
     notebook = lab2(function, **({QUESTION: answer} if answer is not None else {}))
     (folder / f"{LAB2}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-    (folder / hub.TIMESTAMP).write_text(stamp)
-    (folder / hub.SUBMISSION_SECRET).write_text(f"secret-{stamp}")
+    (folder / exchange.TIMESTAMP).write_text(stamp)
+    (folder / exchange.SUBMISSION_SECRET).write_text(f"secret-{stamp}")
     time.sleep(0.02)  # ctime ядра идёт тиками в несколько миллисекунд: следующая сдача — позже
     return folder
 
@@ -153,7 +161,7 @@ def test_collect_takes_each_learners_latest_submission(tmp_path, fresh_work):
     _submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC", FORWARD)
     _submit(settings, "ivanov", "2026-12-02 10:00:00.000000 UTC", CORRECT)
     _submit(settings, "Petrova", "2026-12-01 12:00:00.000000 UTC", FORWARD)
-    hub.collect(settings)
+    hub_collect.collect(settings)
     collected = {
         path.parent.parent.name: parse_utc(path.read_text())
         for path in settings.workspace.submitted.glob("*/*/timestamp.txt")
@@ -192,7 +200,7 @@ def test_a_resubmission_through_the_exchange_is_graded_as_a_new_moodle_upload(
     work = settings.work
     _submit(settings, "ivanov", FIRST_TIME, FORWARD, FIRST_ANSWER)
     _submit(settings, "Petrova", FIRST_TIME, CORRECT, FIRST_ANSWER)
-    hub.collect(settings)
+    hub_collect.collect(settings)
     grade.grade(roster_file=_roster(tmp_path), settings=settings)
     first = {key: item.timestamp for key, item in gradebook.results(work).items()}
     _manual(work, "ivanov", 1.0, COMMENT)
@@ -201,7 +209,7 @@ def test_a_resubmission_through_the_exchange_is_graded_as_a_new_moodle_upload(
     # Иванов исправил функцию, а ответ не трогал; Петрова переписала только ответ.
     _submit(settings, "ivanov", SECOND_TIME, CORRECT, FIRST_ANSWER)
     _submit(settings, "Petrova", SECOND_TIME, CORRECT, "Переписала: в 100 раз, 6·P·N.")
-    hub.collect(settings)
+    hub_collect.collect(settings)
     grade.grade(settings=settings)
 
     results = gradebook.results(work)
@@ -226,7 +234,7 @@ def test_a_resubmission_through_the_exchange_is_graded_as_a_new_moodle_upload(
         "1",
     )
     # Отчёты — пересдаче: её тетрадка та, что оценена.
-    assert {item.student: item.problem for item in hub.hub_feedback(settings)} == {
+    assert {item.student: item.problem for item in handback.hub_feedback(settings)} == {
         "ivanov": None,
         "Petrova": None,
     }
@@ -256,10 +264,10 @@ def test_late_work_and_a_learner_without_work_are_as_with_moodle(
     _submit(through_hub, "ivanov", "2026-12-01 11:00:00.000000 UTC", CORRECT)
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(through_hub.work))
     monkeypatch.delenv("COURSE7_EXCHANGE_DIR", raising=False)
-    assert hub.main(["collect"]) == 0
+    assert hub_command.main(["collect"]) == 0
     printed = capsys.readouterr().out
     assert f"ivanov · {LAB2}: сдана " in printed and " — на 1 минуту" in printed
-    (late,) = hub.late(through_hub)
+    (late,) = lateness.late(through_hub)
     assert (late.student, late.lab) == ("ivanov", LAB2) and 0 < late.seconds < 60
 
     grade.grade(roster_file=roster, settings=through_hub)
@@ -290,14 +298,14 @@ def test_late_work_and_a_learner_without_work_are_as_with_moodle(
     assert (petrova[title], petrova[f"{title} — отзыв"]) == ("", "")
     named = {"email", "id", "first_name", "last_name"}
     assert all(value == "" for key, value in petrova.items() if key not in named)
-    assert [item.student for item in hub.hub_feedback(through_hub)] == ["ivanov"]
+    assert [item.student for item in handback.hub_feedback(through_hub)] == ["ivanov"]
 
 
 # --------------------------------------------------------------------------- в браузере
 
 
 def _proxy_or_skip() -> Path:
-    proxy = hub.find_proxy()
+    proxy = hub_prepare.find_proxy()
     if proxy is None:
         message = "нет configurable-http-proxy: make hub-proxy (npm ci из hub/package-lock.json)"
         if REQUIRE_BROWSER.read() is True:
@@ -312,8 +320,8 @@ def course_hub(tmp_path, sandbox):
     chromium = chromium_or_skip("семестр через JupyterHub")
     proxy = _proxy_or_skip()
     settings = _settings(tmp_path / "work")
-    chosen = hub.Hub(settings, port=hub.free_port())
-    state = hub.prepare(chosen, _roster(tmp_path), proxy=proxy)
+    chosen = hub_state.Hub(settings, port=hub_prepare.free_port())
+    state = hub_prepare.prepare(chosen, _roster(tmp_path), proxy=proxy)
     # В снимках вся тетрадка в DOM (без «ленивой» отрисовки ячеек), как в tests/test_browser.py.
     for name in ("ivanov", "petrova", "teacher"):
         settings_file = (
@@ -325,7 +333,7 @@ def course_hub(tmp_path, sandbox):
         settings_file.write_text(json.dumps({"windowingMode": "none"}))
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
-    with hub.running(chosen, tmp_path / "jupyterhub.log"):
+    with hub_process.running(chosen, tmp_path / "jupyterhub.log"):
         yield chosen, state, chromium, tmp_path / "jupyterhub.log"
 
 
@@ -336,7 +344,9 @@ def person(course_hub, name: str):
 
     chosen, _, chromium, _ = course_hub
     url = chosen.url.rstrip("/")
-    password = hub.passwords(chosen.folder)["teacher" if name == "teacher" else "learners"]
+    password = hub_logins.passwords(chosen.workspace)[
+        "teacher" if name == "teacher" else "learners"
+    ]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
@@ -595,16 +605,16 @@ def graded_sources(settings: Settings, student: str) -> dict[str, str]:
 def test_the_semester_through_the_hub(course_hub, monkeypatch):
     chosen, state, _, log = course_hub
     settings = chosen.settings
-    assert state["learners"] == {"ivanov": "ivanov", "petrova": "Petrova"}
+    assert state.learners == {"ivanov": "ivanov", "petrova": "Petrova"}
 
-    hub.release(settings, LAB2)  # make hub-release LAB=7.2
+    hub_release.release(settings, LAB2)  # make hub-release LAB=7.2
     teacher_sees_formgrader(course_hub)
     for name in TYPED:
         learner_fetches_edits_and_submits(course_hub, name)
-    inbound = {item["student"] for item in hub.inbound(settings)}
+    inbound = {item["student"] for item in hub_collect.inbound(settings)}
     assert inbound == set(TYPED)  # id из списка, хотя Petrova входит как petrova
 
-    hub.collect(settings)  # make collect
+    hub_collect.collect(settings)  # make collect
     grade.grade(settings=settings)  # make grade
     graded = {}
     for name in TYPED:
@@ -619,8 +629,8 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
     # make feedback: отчёты и оценки заново, затем выдача отчётов через exchange.
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
     assert reports.main() == 0
-    assert hub.main(["feedback"]) == 0
-    ready = hub.hub_feedback(settings)
+    assert hub_command.main(["feedback"]) == 0
+    ready = handback.hub_feedback(settings)
     assert sorted((item.student, item.problem) for item in ready) == [
         ("Petrova", None),
         ("ivanov", None),
@@ -647,7 +657,7 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
     # make grade берут её, а ручная оценка снята, и ответ снова ждёт проверки.
     started = time.monotonic()
     learner_resubmits(course_hub, "ivanov", REWRITTEN)
-    hub.collect(settings)
+    hub_collect.collect(settings)
     grade.grade(settings=settings)
     answer = gradebook.results(settings.work)[("ivanov", LAB2)].tasks[QUESTION]
     assert (answer.manual, answer.pending) == (None, True)

@@ -40,7 +40,11 @@ import pytest
 from feedback.settings import REQUIRE_BROWSER
 from feedback.teacher.core.settings import ROOT, Settings
 from feedback.teacher.hub import accounts as hub_users
-from feedback.teacher.hub import server as hub
+from feedback.teacher.hub import collect as hub_collect
+from feedback.teacher.hub import prepare as hub_prepare
+from feedback.teacher.hub import process as hub_process
+from feedback.teacher.hub import release as hub_release
+from feedback.teacher.hub import state as hub_state
 
 from browser_support import (
     CHROMIUM_FLAGS,
@@ -97,7 +101,7 @@ def python_for_learners():
 
 
 def _proxy_or_skip() -> Path:
-    proxy = hub.find_proxy()
+    proxy = hub_prepare.find_proxy()
     if proxy is None:
         message = "нет configurable-http-proxy: make hub-proxy (npm ci из hub/package-lock.json)"
         if REQUIRE_BROWSER.read() is True:
@@ -151,10 +155,10 @@ def class_course(python: Path, work=None):
     roster = base / "students.csv"
     roster.write_text(ROSTER, encoding="utf-8")
     settings = replace(Settings.from_env(), root=root, work=root / ".course-work")
-    chosen = hub.Hub(
+    chosen = hub_state.Hub(
         settings,
-        port=hub.free_port(),
-        mode=hub.CLASS,
+        port=hub_prepare.free_port(),
+        mode=hub_state.CLASS,
         prefix=prefix,
         shared=base / "srv",
         homes=base / "home",
@@ -181,16 +185,16 @@ def class_hub(python_for_learners):
         shutil.rmtree(SHOTS, ignore_errors=True)
         SHOTS.mkdir(parents=True)
         log = chosen.settings.root.parent / "jupyterhub.log"
-        state = hub.prepare(chosen, roster, register=False, proxy=proxy)
+        state = hub_prepare.prepare(chosen, roster, register=False, proxy=proxy)
         try:
-            with hub.running(chosen, log):
+            with hub_process.running(chosen, log):
                 yield chosen, state, chromium, prefix, log
         finally:
             if log.is_file():
                 shutil.copy2(log, SHOTS / "jupyterhub.log")
 
 
-def _passwords(chosen: hub.Hub) -> dict[str, str]:
+def _passwords(chosen: hub_state.Hub) -> dict[str, str]:
     with (chosen.folder / hub_users.PASSWORD_LIST).open(encoding="utf-8") as fh:
         return {row["login"]: row["password"] for row in csv.DictReader(fh)}
 
@@ -271,7 +275,7 @@ def _server_users() -> set[str]:
 def test_two_learners_on_one_server_see_only_their_own(class_hub):
     chosen, state, chromium, prefix, log = class_hub
     ivanov, petrova = f"{prefix}ivanov", f"{prefix}petrova"
-    assert state["learners"] == {ivanov: "ivanov", petrova: "Petrova"}
+    assert state.learners == {ivanov: "ivanov", petrova: "Petrova"}
     secret = chosen.shared / "config" / petrova / "nbgrader_config.py"
     own = _give(Path(pwd.getpwnam(ivanov).pw_dir) / "own.txt", ivanov, "моё")
     answer = _give(Path(pwd.getpwnam(petrova).pw_dir) / "answer.ipynb", petrova, "{}")
@@ -315,7 +319,7 @@ def test_two_learners_on_one_server_see_only_their_own(class_hub):
     assert "Traceback" not in log.read_text(encoding="utf-8")
 
 
-def as_learner(chosen: hub.Hub, login: str, *args: str) -> subprocess.CompletedProcess:
+def as_learner(chosen: hub_state.Hub, login: str, *args: str) -> subprocess.CompletedProcess:
     """Команда nbgrader от пользователя Unix учащегося, с настройками его сервера."""
     entry = pwd.getpwnam(login)
     env = {
@@ -337,11 +341,11 @@ def as_learner(chosen: hub.Hub, login: str, *args: str) -> subprocess.CompletedP
 def test_the_exchange_works_between_unix_users(python_for_learners, fresh_work):
     with class_course(python_for_learners, fresh_work) as (chosen, roster, prefix):
         proxy = Path(sys.executable)  # JupyterHub здесь не запускается
-        state = hub.prepare(chosen, roster, register=False, proxy=proxy)
+        state = hub_prepare.prepare(chosen, roster, register=False, proxy=proxy)
         ivanov, petrova = f"{prefix}ivanov", f"{prefix}petrova"
-        assert state["learners"][petrova] == "Petrova"
+        assert state.learners[petrova] == "Petrova"
         settings = chosen.settings
-        hub.release(settings, LAB)  # make hub-release LAB=7.2
+        hub_release.release(settings, LAB)  # make hub-release LAB=7.2
         nbgrader = str(Path(sys.executable).with_name("nbgrader"))
         fetched = as_learner(chosen, petrova, nbgrader, "fetch_assignment", LAB)
         assert fetched.returncode == 0, fetched.stderr
@@ -359,5 +363,5 @@ def test_the_exchange_works_between_unix_users(python_for_learners, fresh_work):
         assert peek.returncode != 0 and "Permission denied" in peek.stderr
         peek = as_learner(chosen, ivanov, "cat", str(home / "course7" / LAB / f"{LAB}.ipynb"))
         assert peek.returncode != 0 and "Permission denied" in peek.stderr
-        hub.collect(settings)  # make collect
+        hub_collect.collect(settings)  # make collect
         assert (settings.workspace.submitted / "Petrova" / LAB / f"{LAB}.ipynb").is_file()

@@ -73,7 +73,7 @@ def test_every_path_variable_reaches_the_program_as_one_argument(fake_venv, name
         ["-m", "feedback.teacher.course.public", "--", name]
     ]
     assert _make(venv, calls, "hub-release", LAB=name) == [
-        ["-m", "feedback.teacher.hub.server", "release", "--", name]
+        ["-m", "feedback.teacher.commands.hub", "release", "--", name]
     ]
 
 

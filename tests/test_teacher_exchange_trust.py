@@ -20,9 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from feedback.teacher.commands import hub as hub_command
 from feedback.teacher.core.settings import COURSE_ID, ROOT, Settings
 from feedback.teacher.core.tables import Problem, read_rows
-from feedback.teacher.hub import server as hub
+from feedback.teacher.hub import accounts as hub_users
+from feedback.teacher.hub import collect as hub_collect
+from feedback.teacher.hub import handback, lateness
+from feedback.teacher.hub import release as hub_release
+from feedback.teacher.hub import state as hub_state
 from feedback.teacher.intake import exchange
 from feedback.teacher.records import gradebook
 
@@ -65,7 +70,7 @@ def unix_users() -> Iterator[dict[str, int]]:
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     chosen = replace(Settings(), work=tmp_path / "work")
-    hub.prepare_exchange(chosen)
+    hub_release.prepare_exchange(chosen)
     (chosen.workspace.exchange / COURSE_ID / "outbound").mkdir(parents=True)
     inbound = chosen.workspace.exchange / COURSE_ID / "inbound"
     inbound.mkdir()
@@ -85,8 +90,8 @@ def submit(
     folder = settings.workspace.exchange / COURSE_ID / "inbound" / name
     folder.mkdir()
     (folder / f"{LAB}.ipynb").write_bytes(_notebook(answer))
-    (folder / hub.TIMESTAMP).write_text(stamp)
-    (folder / hub.SUBMISSION_SECRET).write_text("secret")
+    (folder / exchange.TIMESTAMP).write_text(stamp)
+    (folder / exchange.SUBMISSION_SECRET).write_text("secret")
     if uid is not None:
         for path in (folder, *folder.iterdir()):
             os.chown(path, uid, uid, follow_symlinks=False)
@@ -121,10 +126,10 @@ def test_links_fifos_and_foreign_files_are_never_collected(settings, tmp_path):
     (folder / "data").mkdir()
     (folder / "data" / "mine.txt").write_text("моё")
 
-    found = hub.collect(settings)
+    found = hub_collect.collect(settings)
 
     copied = collected(settings, "ivanov")
-    assert set(copied) == {hub.TIMESTAMP, hub.SUBMISSION_SECRET, "data/mine.txt"}
+    assert set(copied) == {exchange.TIMESTAMP, exchange.SUBMISSION_SECRET, "data/mine.txt"}
     assert copied["data/mine.txt"].decode() == "моё"
     assert not any(b"BEGIN SOLUTION" in data for data in copied.values())
     rows = {row.file.rsplit("/", 1)[1]: row.problem for row in problems(settings)}
@@ -140,7 +145,7 @@ def test_a_name_without_the_random_suffix_is_collected_and_a_plus_in_the_id_is_n
     folder = submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC")
     folder.rename(folder.parent / folder.name.rsplit("+", 1)[0])
     submit(settings, "a+b", "2026-12-01 10:00:00.000000 UTC")
-    hub.collect(settings)
+    hub_collect.collect(settings)
     assert f"{LAB}.ipynb" in collected(settings, "ivanov")
     [row] = problems(settings)
     assert row.file.startswith(f"{exchange.FILE_PREFIX}a+b+") and "не похоже" in row.problem
@@ -151,25 +156,28 @@ def test_a_folder_named_like_nbgraders_files_stops_nobody(settings):
     её сдача собрана без неё (строка problems.csv), сдача следующего учащегося — как обычно,
     а make feedback не спотыкается о такую сдачу."""
     folder = submit(settings, "aaa", "2026-12-01 10:00:00.000000 UTC")
-    (folder / hub.TIMESTAMP).unlink()
-    (folder / hub.TIMESTAMP).mkdir()
-    (folder / hub.TIMESTAMP / "x").write_text("x")
-    (folder / hub.SUBMISSION_SECRET).unlink()
-    (folder / hub.SUBMISSION_SECRET).mkdir()
+    (folder / exchange.TIMESTAMP).unlink()
+    (folder / exchange.TIMESTAMP).mkdir()
+    (folder / exchange.TIMESTAMP / "x").write_text("x")
+    (folder / exchange.SUBMISSION_SECRET).unlink()
+    (folder / exchange.SUBMISSION_SECRET).mkdir()
     submit(settings, "bbb", "2026-12-01 10:00:00.000000 UTC")
 
-    found = hub.collect(settings)
+    found = hub_collect.collect(settings)
 
     assert sorted(item.student for item in found.collected) == ["aaa", "bbb"]
     assert collected(settings, "aaa") == {
         f"{LAB}.ipynb": collected(settings, "aaa")[f"{LAB}.ipynb"],
-        hub.TIMESTAMP: collected(settings, "aaa")[hub.TIMESTAMP],
+        exchange.TIMESTAMP: collected(settings, "aaa")[exchange.TIMESTAMP],
     }
-    assert collected(settings, "aaa")[hub.TIMESTAMP].decode().startswith("20")
+    assert collected(settings, "aaa")[exchange.TIMESTAMP].decode().startswith("20")
     rows = {row.file.rsplit("/", 1)[1]: row.problem for row in problems(settings)}
-    assert "обычный файл" in rows[hub.TIMESTAMP] and "обычный файл" in rows[hub.SUBMISSION_SECRET]
+    assert (
+        "обычный файл" in rows[exchange.TIMESTAMP]
+        and "обычный файл" in rows[exchange.SUBMISSION_SECRET]
+    )
     assert not list(settings.workspace.submitted.glob("*/.*collecting*"))
-    assert [item.student for item in hub.hub_feedback(settings)] == ["bbb"]
+    assert [item.student for item in handback.hub_feedback(settings)] == ["bbb"]
 
 
 def test_a_submission_folder_that_is_a_link_is_refused(settings):
@@ -177,7 +185,7 @@ def test_a_submission_folder_that_is_a_link_is_refused(settings):
     inbound = target.parent
     target.rename(inbound.parent / "elsewhere")
     (inbound / target.name).symlink_to(SOLUTION.parent, target_is_directory=True)
-    hub.collect(settings)
+    hub_collect.collect(settings)
     assert collected(settings, "ivanov") == {}
     [row] = problems(settings)
     assert "не папка сдачи" in row.problem
@@ -196,7 +204,7 @@ def test_a_submission_in_another_learners_name_is_refused(
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
     monkeypatch.delenv("COURSE7_EXCHANGE_DIR", raising=False)
 
-    assert hub.main(["collect"]) == 0
+    assert hub_command.main(["collect"]) == 0
 
     printed = capsys.readouterr().out
     assert json.loads(collected(settings, LEARNER)[f"{LAB}.ipynb"])["cells"][0]["source"] == "x = 1"
@@ -217,15 +225,15 @@ def test_a_class_login_submits_only_under_its_own_roster_id(settings, unix_users
     """Класс ``make hub``: логин записан с id из списка (``c7kirill`` → ``kirill``) — его сдача
     под этим id собрана, а под id соседа (даже совпадающим с другим логином) — отказ."""
     accounts = {LEARNER: "kirill", OTHER: "mallory"}
-    (settings.work / hub.HUB).mkdir(parents=True)
-    (settings.work / hub.HUB / hub.hub_users.ACCOUNTS).write_text(json.dumps(accounts))
+    settings.workspace.hub.mkdir(parents=True)
+    (settings.workspace.hub / hub_users.ACCOUNTS).write_text(json.dumps(accounts))
     submit(settings, "kirill", "2026-12-01 10:00:00.000000 UTC", "x = 1", unix_users[LEARNER])
     forged = submit(
         settings, "mallory", "2026-12-01 10:00:00.000000 UTC", "x = 0", unix_users[LEARNER]
     )
     submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 2", unix_users[LEARNER])
 
-    hub.collect(settings)
+    hub_collect.collect(settings)
 
     assert f"{LAB}.ipynb" in collected(settings, "kirill")
     assert collected(settings, "mallory") == {} and collected(settings, LEARNER) == {}
@@ -241,7 +249,7 @@ def test_the_refusal_row_survives_make_grade_tables(settings, unix_users):
     from feedback.teacher.records.class_tables import ClassTables, write
 
     submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 0", unix_users[OTHER])
-    hub.collect(settings)
+    hub_collect.collect(settings)
     tables = ClassTables(problems=[Problem(LEARNER, LAB, "x.ipynb", "другое")])
     write(settings.work, tables)
     rows = problems(settings)
@@ -254,12 +262,12 @@ def test_a_forged_future_time_does_not_block_a_resubmission(settings):
     и время сдачи в submitted/ — время ядра, а не выдуманное."""
     before = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=1)
     submit(settings, "ivanov", "2099-12-31 23:59:59.000000 UTC", "x = 'навсегда'")
-    hub.collect(settings)
+    hub_collect.collect(settings)
     submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC", "x = 'пересдача'")
-    hub.collect(settings)
+    hub_collect.collect(settings)
     copied = collected(settings, "ivanov")
     assert json.loads(copied[f"{LAB}.ipynb"])["cells"][0]["source"] == "x = 'пересдача'"
-    when = datetime.strptime(copied[hub.TIMESTAMP].decode(), exchange.TIME_FORMAT)
+    when = datetime.strptime(copied[exchange.TIMESTAMP].decode(), exchange.TIME_FORMAT)
     assert before <= when <= datetime.now(UTC).replace(tzinfo=None)
 
 
@@ -271,28 +279,31 @@ def test_a_forged_old_time_does_not_hide_lateness(settings):
             LAB, duedate=datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=2)
         )
     submit(settings, "ivanov", "2019-01-01 00:00:00.000000 UTC")
-    hub.collect(settings)
-    [late] = hub.late(settings)
+    hub_collect.collect(settings)
+    [late] = lateness.late(settings)
     assert (late.student, late.lab) == ("ivanov", LAB)
     assert 2 * 3600 <= late.seconds < 2 * 3600 + 60
-    assert "на 2 часа" in "\n".join(hub.late_lines([late]))
+    assert "на 2 часа" in "\n".join(lateness.late_lines([late]))
 
 
 def test_a_later_edit_of_the_submitted_file_counts_as_a_later_submission(settings):
     """Правка тетрадки в inbound после сдачи сдвигает время сдачи: ctime файла — тоже ядра."""
     folder = submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC")
-    first = hub.collect(settings).collected[0].time
+    first = hub_collect.collect(settings).collected[0].time
     time.sleep(0.02)
     (folder / f"{LAB}.ipynb").write_bytes(_notebook("x = 2"))
-    assert hub.collect(settings).collected[0].time > first
+    assert hub_collect.collect(settings).collected[0].time > first
 
 
 @pytest.mark.parametrize("mode", [0o777, 0o2777])
 def test_an_exchange_root_open_to_all_without_sticky_bit_is_refused(settings, mode):
     settings.workspace.exchange.chmod(mode)
     submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC")
-    for action in (lambda: hub.collect(settings), lambda: hub.release(settings, LAB)):
-        with pytest.raises(hub.HubError, match=r"бита sticky нет.*chmod \+t"):
+    for action in (
+        lambda: hub_collect.collect(settings),
+        lambda: hub_release.release(settings, LAB),
+    ):
+        with pytest.raises(hub_state.HubError, match=r"бита sticky нет.*chmod \+t"):
             action()
     assert collected(settings, "ivanov") == {}
     assert (
@@ -308,24 +319,24 @@ def test_a_replaced_course_folder_is_refused(settings, unix_users, monkeypatch, 
     os.chown(course, unix_users[OTHER], unix_users[OTHER])
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
     monkeypatch.delenv("COURSE7_EXCHANGE_DIR", raising=False)
-    assert hub.main(["collect"]) == 2
+    assert hub_command.main(["collect"]) == 2
     assert f"принадлежит «{OTHER}»" in capsys.readouterr().err
-    with pytest.raises(hub.HubError, match="подменили"):
-        hub.release(settings, LAB)
+    with pytest.raises(hub_state.HubError, match="подменили"):
+        hub_release.release(settings, LAB)
     os.chown(course, 0, 0)
     (course / "inbound").chmod(0o777)
-    with pytest.raises(hub.HubError, match=r"могут писать все.*chmod \+t"):
-        hub.collect(settings)
+    with pytest.raises(hub_state.HubError, match=r"могут писать все.*chmod \+t"):
+        hub_collect.collect(settings)
 
 
 def test_the_exchange_root_stays_as_the_administrator_set_it(tmp_path):
     """Новый корень — 1777; прежний (администратор поставил 1773 и владельца root) — как был."""
     fresh = replace(Settings(), work=tmp_path / "fresh")
-    assert stat.S_IMODE(hub.prepare_exchange(fresh).stat().st_mode) == 0o1777
+    assert stat.S_IMODE(hub_release.prepare_exchange(fresh).stat().st_mode) == 0o1777
     admin = replace(Settings(), work=tmp_path / "admin")
     admin.workspace.exchange.mkdir(parents=True)
     admin.workspace.exchange.chmod(0o1773)
-    hub.prepare_exchange(admin)
+    hub_release.prepare_exchange(admin)
     assert stat.S_IMODE(admin.workspace.exchange.stat().st_mode) == 0o1773
 
 
@@ -333,12 +344,12 @@ def test_an_inbound_of_an_earlier_release_gets_the_sticky_bit_and_a_link_is_refu
     """inbound прежнего выпуска nbgrader (2733) получает sticky; inbound-ссылка — отказ."""
     inbound = settings.workspace.exchange / COURSE_ID / "inbound"
     inbound.chmod(0o2733)
-    hub.prepare_exchange(settings)
+    hub_release.prepare_exchange(settings)
     assert stat.S_IMODE(inbound.stat().st_mode) == 0o3733
     inbound.rename(settings.workspace.exchange / "moved")
     inbound.symlink_to(settings.workspace.exchange / "moved", target_is_directory=True)
-    with pytest.raises(hub.HubError, match="ссылка или файл"):
-        hub.collect(settings)
+    with pytest.raises(hub_state.HubError, match="ссылка или файл"):
+        hub_collect.collect(settings)
 
 
 @pytest.mark.slow  # nbgrader release_assignment — секунды
@@ -347,7 +358,7 @@ def test_hub_release_keeps_the_sticky_bit(tmp_path):
     settings = replace(Settings(), work=tmp_path / "work")
     settings.workspace.exchange.mkdir(parents=True)
     settings.workspace.exchange.chmod(0o1777)
-    hub.release(settings, LAB)
+    hub_release.release(settings, LAB)
     assert stat.S_IMODE(settings.workspace.exchange.stat().st_mode) == 0o1777
     inbound = settings.workspace.exchange / COURSE_ID / "inbound"
     assert inbound.stat().st_mode & stat.S_ISVTX
@@ -361,7 +372,7 @@ def test_an_escape_sequence_in_a_file_name_is_shown_escaped(settings, monkeypatc
     (folder / name).symlink_to("/etc/passwd")
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
     monkeypatch.delenv("COURSE7_EXCHANGE_DIR", raising=False)
-    assert hub.main(["collect"]) == 0
+    assert hub_command.main(["collect"]) == 0
     printed = capsys.readouterr().out
     raw = (settings.work / Problem.FILE).read_text(encoding="utf-8")
     for text in (printed, raw):
@@ -376,8 +387,8 @@ def test_a_collect_without_the_rights_of_class_mode_says_what_to_run(settings, m
         raise PermissionError(13, "Permission denied", str(settings.workspace.exchange / COURSE_ID))
 
     monkeypatch.setattr(exchange, "collect", denied)
-    with pytest.raises(hub.HubError, match="sudo make collect"):
-        hub.collect(settings)
+    with pytest.raises(hub_state.HubError, match="sudo make collect"):
+        hub_collect.collect(settings)
 
 
 def test_a_flood_of_folders_from_one_user_is_cut_with_one_row(settings, unix_users, monkeypatch):
@@ -391,7 +402,7 @@ def test_a_flood_of_folders_from_one_user_is_cut_with_one_row(settings, unix_use
         os.chown(junk, unix_users[OTHER], unix_users[OTHER])
     submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 1", unix_users[LEARNER])
 
-    found = hub.collect(settings)
+    found = hub_collect.collect(settings)
 
     assert [item.student for item in found.collected] == [LEARNER]
     flood = [row for row in problems(settings) if "больше 3 папок" in row.problem]
@@ -403,7 +414,7 @@ def test_a_collect_killed_halfway_is_recovered_by_the_next(settings):
     """kill -9 между «прежнюю — в сторону» и «новую — на место»: следующий make collect
     возвращает прежнюю собранную сдачу и убирает недособранную папку."""
     submit(settings, "ivanov", "2026-12-01 10:00:00.000000 UTC", "x = 1")
-    hub.collect(settings)
+    hub_collect.collect(settings)
     final = settings.workspace.submitted / "ivanov" / LAB
     before = collected(settings, "ivanov")
     final.rename(final.parent / f".{LAB}.old-dead")

@@ -1,4 +1,4 @@
-"""Настройки JupyterHub курса (feedback/teacher/hub/server.py) без запуска JupyterHub.
+"""Настройки JupyterHub курса (feedback/teacher/hub/)  без запуска JupyterHub.
 
 Учётные записи из списка учащихся, группа formgrader, вход, серверы в своих папках, настройки
 nbgrader каждого сервера (id учащегося для exchange — ровно из списка), права exchange, пароли,
@@ -18,8 +18,15 @@ import pytest
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from feedback.teacher.commands import hub as hub_command
 from feedback.teacher.core.settings import COURSE_ID, ROOT, Settings
-from feedback.teacher.hub import server as hub
+from feedback.teacher.hub import collect as hub_collect
+from feedback.teacher.hub import config as hub_config
+from feedback.teacher.hub import handback, lateness
+from feedback.teacher.hub import logins as hub_logins
+from feedback.teacher.hub import prepare as hub_prepare
+from feedback.teacher.hub import state as hub_state
+from feedback.teacher.intake import exchange
 from feedback.teacher.records import gradebook, ledger
 from feedback.teacher.records.gradebook import TaskScore
 
@@ -32,7 +39,7 @@ LAB = "lab_7_2_training_flops"
 
 
 @pytest.fixture
-def prepared_hub(tmp_path) -> hub.Hub:
+def prepared_hub(tmp_path) -> hub_state.Hub:
     """Рабочая папка с JupyterHub курса, подготовленным без базы оценок и без npm."""
     proxy = tmp_path / "bin" / "configurable-http-proxy"
     proxy.parent.mkdir()
@@ -40,14 +47,14 @@ def prepared_hub(tmp_path) -> hub.Hub:
     proxy.chmod(0o755)
     roster = tmp_path / "students.csv"
     roster.write_text(ROSTER, encoding="utf-8")
-    chosen = hub.Hub(replace(Settings(), work=tmp_path / "work"), port=18123)
-    hub.prepare(chosen, roster, register=False, proxy=proxy)
+    chosen = hub_state.Hub(replace(Settings(), work=tmp_path / "work"), port=18123)
+    hub_prepare.prepare(chosen, roster, register=False, proxy=proxy)
     return chosen
 
 
-def configured(prepared_hub: hub.Hub) -> Config:
+def configured(prepared_hub: hub_state.Hub) -> Config:
     config = Config()
-    hub.configure(config, prepared_hub.folder)
+    hub_config.configure(config, prepared_hub.workspace)
     return config
 
 
@@ -60,11 +67,11 @@ def test_accounts_groups_and_login_come_from_the_roster(prepared_hub):
         f"nbgrader-{COURSE_ID}": {"users": ["ivanov", "petrova"]},
     }
     assert c.JupyterHub.authenticator_class == "shared-password"
-    passwords = json.loads((prepared_hub.folder / hub.PASSWORDS).read_text())
+    passwords = json.loads(prepared_hub.workspace.hub_passwords.read_text())
     assert c.SharedPasswordAuthenticator.user_password == passwords["learners"]
     assert c.SharedPasswordAuthenticator.admin_password == passwords["teacher"]
     # Пароли — только в passwords.json (читает лишь владелец), не в hub.json.
-    assert passwords["learners"] not in (prepared_hub.folder / hub.STATE).read_text()
+    assert passwords["learners"] not in prepared_hub.workspace.hub_state.read_text()
     # Всё состояние JupyterHub — в рабочей папке: остановка ничего не теряет.
     assert c.JupyterHub.db_url == f"sqlite:///{prepared_hub.folder / 'jupyterhub.sqlite'}"
     assert Path(c.JupyterHub.cookie_secret_file).parent == prepared_hub.folder
@@ -123,7 +130,9 @@ def test_the_teacher_gets_formgrader_over_the_course(prepared_hub):
     assert "formgrader" not in _server_off(folder)
     # Вкладка Formgrader — фрейм сервера преподавателя: JupyterHub по умолчанию их запрещает.
     server = json.loads((folder / "jupyter_server_config.json").read_text())["ServerApp"]
-    assert server["tornado_settings"]["headers"]["Content-Security-Policy"] == hub.TEACHER_CSP
+    assert (
+        server["tornado_settings"]["headers"]["Content-Security-Policy"] == hub_config.TEACHER_CSP
+    )
 
 
 def test_each_server_gets_its_own_settings_and_the_teacher_the_course(prepared_hub):
@@ -133,7 +142,7 @@ def test_each_server_gets_its_own_settings_and_the_teacher_the_course(prepared_h
         environment={"KEEP": "1"},
         notebook_dir="",
     )
-    hub._pre_spawn_hook(spawner)
+    hub_config._pre_spawn_hook(spawner)
     assert spawner.notebook_dir == str(ROOT)  # formgrader: курс внутри корня сервера
     assert spawner.environment["COURSE7_GRADING_DIR"] == str(prepared_hub.settings.work)
     assert spawner.environment["COURSE7_EXCHANGE_DIR"] == str(
@@ -142,21 +151,25 @@ def test_each_server_gets_its_own_settings_and_the_teacher_the_course(prepared_h
     assert spawner.environment["JUPYTER_CONFIG_PATH"] == str(prepared_hub.config / "teacher")
     assert spawner.environment["KEEP"] == "1"
 
-    learner = hub.spawn_settings("ivanov", hub.load_state(prepared_hub.folder))
+    learner = hub_config.spawn_settings(
+        "ivanov", hub_state.HubState.load(prepared_hub.workspace.hub_state)
+    )
     assert learner["notebook_dir"] is None
     assert "COURSE7_GRADING_DIR" not in learner["environment"]
     assert learner["environment"]["JUPYTER_CONFIG_PATH"] == str(prepared_hub.config / "ivanov")
 
 
 def test_a_restart_keeps_passwords_and_learners_files(prepared_hub, tmp_path):
-    before = json.loads((prepared_hub.folder / hub.PASSWORDS).read_text())
-    mode = stat.S_IMODE((prepared_hub.folder / hub.PASSWORDS).stat().st_mode)
+    before = json.loads(prepared_hub.workspace.hub_passwords.read_text())
+    mode = stat.S_IMODE(prepared_hub.workspace.hub_passwords.stat().st_mode)
     assert mode & 0o077 == 0
     work = prepared_hub.users / "ivanov" / "course7" / LAB / f"{LAB}.ipynb"
     work.parent.mkdir(parents=True)
     work.write_text("{}")
-    hub.prepare(prepared_hub, register=False, proxy=tmp_path / "bin" / "configurable-http-proxy")
-    assert json.loads((prepared_hub.folder / hub.PASSWORDS).read_text()) == before
+    hub_prepare.prepare(
+        prepared_hub, register=False, proxy=tmp_path / "bin" / "configurable-http-proxy"
+    )
+    assert json.loads(prepared_hub.workspace.hub_passwords.read_text()) == before
     assert work.read_text() == "{}"
 
 
@@ -180,27 +193,28 @@ def test_the_committed_config_file_sets_up_the_hub(prepared_hub, monkeypatch):
     ],
 )
 def test_ids_jupyterhub_cannot_tell_apart_are_refused(ids, teacher, message):
-    with pytest.raises(hub.HubError, match=message):
-        hub.learners(ids, teacher)
+    with pytest.raises(hub_state.HubError, match=message):
+        hub_logins.learners(ids, teacher)
 
 
 def test_no_hub_without_a_roster_or_a_proxy(tmp_path, monkeypatch):
-    chosen = hub.Hub(replace(Settings(), work=tmp_path / "work"))
-    with pytest.raises(hub.HubError, match="нет списка учащихся"):
-        hub.prepare(chosen, register=False, proxy=tmp_path)
+    chosen = hub_state.Hub(replace(Settings(), work=tmp_path / "work"))
+    with pytest.raises(hub_state.HubError, match="нет списка учащихся"):
+        hub_prepare.prepare(chosen, register=False, proxy=tmp_path)
     roster = tmp_path / "students.csv"
     roster.write_text(ROSTER, encoding="utf-8")
-    monkeypatch.setattr(hub, "find_proxy", lambda: None)
-    with pytest.raises(hub.HubError, match="configurable-http-proxy"):
-        hub.prepare(chosen, roster, register=False)
+    monkeypatch.setattr(hub_prepare, "find_proxy", lambda: None)
+    with pytest.raises(hub_state.HubError, match="configurable-http-proxy"):
+        hub_prepare.prepare(chosen, roster, register=False)
 
 
-def test_labs_are_named_by_id_or_number():
+def test_labs_are_named_by_id_or_number(capsys):
     settings = Settings()
-    assert hub.resolve_lab("7.2", settings) == LAB
-    assert hub.resolve_lab(LAB, settings) == LAB
-    with pytest.raises(hub.HubError, match="нет лабораторной"):
-        hub.resolve_lab("7.9", settings)
+    assert settings.find_lab("7.2").id == LAB
+    assert settings.find_lab(LAB).id == LAB
+    # make hub-release LAB=7.9: нет такой — сообщение преподавателю и код 2, не трассировка.
+    assert hub_command.main(["release", "7.9"]) == 2
+    assert "нет лабораторной «7.9»" in capsys.readouterr().err
 
 
 def test_inbound_lists_every_attempt(tmp_path):
@@ -212,7 +226,7 @@ def test_inbound_lists_every_attempt(tmp_path):
         f"ivanov+{LAB}+2026-12-01 11:00:00.000000 UTC",
     ):
         (inbound / name).mkdir(parents=True)
-    found = [(item["student"], item["timestamp"][:10]) for item in hub.inbound(settings)]
+    found = [(item["student"], item["timestamp"][:10]) for item in hub_collect.inbound(settings)]
     assert found == [("Petrova", "2026-12-01"), ("Petrova", "2026-12-02"), ("ivanov", "2026-12-01")]
 
 
@@ -221,8 +235,8 @@ def _submission(settings: Settings, student: str, answer: str) -> dict:
     folder.mkdir(parents=True)
     nb = {"cells": [{"cell_type": "code", "source": answer, "metadata": {}}], "metadata": {}}
     (folder / f"{LAB}.ipynb").write_text(json.dumps(nb))
-    (folder / hub.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
-    (folder / hub.SUBMISSION_SECRET).write_text(f"secret-{student}")
+    (folder / exchange.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
+    (folder / exchange.SUBMISSION_SECRET).write_text(f"secret-{student}")
     report = settings.workspace.feedback_reports / student / LAB / f"{LAB}.html"
     report.parent.mkdir(parents=True)
     report.write_text("<html></html>")
@@ -243,10 +257,10 @@ def test_feedback_goes_only_to_the_submission_that_was_graded(tmp_path):
     ledger.save_scores(settings.work, scores)
     resubmitted = settings.workspace.submitted / "Petrova" / LAB / f"{LAB}.ipynb"
     resubmitted.write_text(json.dumps({**newer, "cells": []}))
-    found = {item.student: item.problem for item in hub.hub_feedback(settings)}
+    found = {item.student: item.problem for item in handback.hub_feedback(settings)}
     assert found["ivanov"] is None
     assert "новее оценённой" in found["Petrova"]
-    assert hub.release_feedback(settings) == []  # курс не на JupyterHub: exchange нет
+    assert handback.release_feedback(settings) == []  # курс не на JupyterHub: exchange нет
 
 
 def test_the_exchange_can_live_outside_the_work_folder(tmp_path):
@@ -259,7 +273,7 @@ def test_the_exchange_can_live_outside_the_work_folder(tmp_path):
         Settings.from_env({"COURSE7_GRADING_DIR": str(tmp_path)}).workspace.exchange
         == tmp_path / "exchange"
     )
-    learner = _nbgrader(hub.write_user_config(tmp_path / "config", "ivanov", settings))
+    learner = _nbgrader(hub_config.write_user_config(tmp_path / "config", "ivanov", settings))
     assert learner.Exchange.root == str(shared)
 
 
@@ -267,7 +281,7 @@ def test_late_submissions_are_named_against_the_due_date(tmp_path):
     """Опоздавшие — по сроку лабораторной в базе nbgrader и timestamp.txt сдачи; сдача ровно в
     срок и работа без времени сдачи (архив Moodle) — не опоздание."""
     settings = replace(Settings(), work=tmp_path)
-    assert hub.late(settings) == []  # базы ещё нет: сроков нет
+    assert lateness.late(settings) == []  # базы ещё нет: сроков нет
     with gradebook._open(tmp_path) as gb:
         gb.update_or_create_assignment(LAB, duedate="2026-12-01 23:59:00 UTC")
     stamps = {
@@ -279,16 +293,16 @@ def test_late_submissions_are_named_against_the_due_date(tmp_path):
     for student, stamp in stamps.items():
         folder = settings.workspace.submitted / student / LAB
         folder.mkdir(parents=True)
-        (folder / hub.TIMESTAMP).write_text(stamp)
+        (folder / exchange.TIMESTAMP).write_text(stamp)
     (settings.workspace.submitted / "kuznetsov" / LAB).mkdir(parents=True)  # из архива Moodle
-    found = {item.student: item.seconds for item in hub.late(settings)}
+    found = {item.student: item.seconds for item in lateness.late(settings)}
     assert found == {"ivanov": 2 * 86400 - 29.5, "smirnov": 61}
-    lines = hub.late_lines(hub.late(settings))
+    lines = lateness.late_lines(lateness.late(settings))
     assert lines[1:] == [
         f"  ivanov · {LAB}: сдана 2026-12-03 23:58 UTC, срок 2026-12-01 23:59 UTC — на 2 дня",
         f"  smirnov · {LAB}: сдана 2026-12-02 00:00 UTC, срок 2026-12-01 23:59 UTC — на 2 минуты",
     ]
-    assert hub.late_lines([]) == []
+    assert lateness.late_lines([]) == []
 
 
 @pytest.mark.parametrize(
@@ -301,4 +315,4 @@ def test_late_submissions_are_named_against_the_due_date(tmp_path):
     ],
 )
 def test_how_late_is_said_in_words(seconds, words):
-    assert hub._how_late(seconds) == words
+    assert lateness.how_late(seconds) == words

@@ -27,9 +27,13 @@ import pytest
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from feedback.teacher.commands import hub as hub_command
 from feedback.teacher.core.settings import COURSE_ID, Settings
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.hub import accounts as hub_users
-from feedback.teacher.hub import server as hub
+from feedback.teacher.hub import config as hub_config
+from feedback.teacher.hub import prepare as hub_prepare
+from feedback.teacher.hub import state as hub_state
 
 ROSTER = (
     "id,first_name,last_name,email\n"
@@ -88,11 +92,11 @@ def test_the_printed_list_escapes_names_from_the_roster():
 
 
 def test_make_hub_is_the_class_for_root_and_the_trial_otherwise():
-    assert hub.choose_mode(None, euid=0) == hub.CLASS
-    assert hub.choose_mode(None, euid=1000) == hub.TRIAL
-    assert hub.choose_mode("trial", euid=0) == hub.TRIAL
-    with pytest.raises(hub.HubError, match="HUB_MODE"):
-        hub.choose_mode("open", euid=0)
+    assert hub_state.choose_mode(None, euid=0) == hub_state.CLASS
+    assert hub_state.choose_mode(None, euid=1000) == hub_state.TRIAL
+    assert hub_state.choose_mode("trial", euid=0) == hub_state.TRIAL
+    with pytest.raises(hub_state.HubError, match="HUB_MODE"):
+        hub_state.choose_mode("open", euid=0)
 
 
 def test_a_python_closed_to_others_is_named(tmp_path):
@@ -117,7 +121,7 @@ def place():
     base.chmod(0o711)
     prefix = f"t{secrets.token_hex(3)}-"
     yield base, prefix
-    folder = base / "course" / ".course-work" / hub.HUB
+    folder = base / "course" / ".course-work" / Workspace.HUB
     try:
         hub_users.remove(folder, prefix)
     finally:
@@ -153,37 +157,37 @@ def class_hub(place):
     proxy.write_text("#!/bin/sh\n")
     proxy.chmod(0o755)
     settings = replace(Settings(), root=root, work=root / ".course-work")
-    chosen = hub.Hub(
+    chosen = hub_state.Hub(
         settings,
         port=18124,
-        mode=hub.CLASS,
+        mode=hub_state.CLASS,
         prefix=prefix,
         shared=base / "srv",
         homes=base / "home",
         python=root / ".venv" / "bin" / "python",
     )
-    state = hub.prepare(chosen, roster, register=False, proxy=proxy)
+    state = hub_prepare.prepare(chosen, roster, register=False, proxy=proxy)
     return chosen, state, prefix
 
 
 @needs_root
 def test_each_learner_is_a_unix_user_with_a_closed_home(class_hub):
     chosen, state, prefix = class_hub
-    assert state["learners"] == {f"{prefix}ivanov": "ivanov", f"{prefix}petrova": "Petrova"}
-    assert state["teacher"] == f"{prefix}teacher"
+    assert state.learners == {f"{prefix}ivanov": "ivanov", f"{prefix}petrova": "Petrova"}
+    assert state.teacher == f"{prefix}teacher"
     group = hub_users.course_group(prefix)
-    for login in (*state["learners"], state["teacher"]):
+    for login in (*state.learners, state.teacher):
         entry = pwd.getpwnam(login)
         home = Path(entry.pw_dir)
         assert home.parent == chosen.homes
         assert (home.stat().st_uid, mode(home)) == (entry.pw_uid, 0o700)
         assert entry.pw_shell == hub_users.NOLOGIN
         assert login in hub_users._members(group)
-    assert sorted(state["created"]) == sorted([*state["learners"], state["teacher"]])
+    assert sorted(state.created) == sorted([*state.learners, state.teacher])
     # Имя из списка — в GECOS без разделителей полей /etc/passwd.
     assert pwd.getpwnam(f"{prefix}petrova").pw_gecos == "<b>Петрова</b> 1  x Мария"
     # Чья учётная запись: по этой таблице сбор сверяет владельца сдачи с id.
-    assert hub_users.recorded(chosen.folder) == {state["teacher"]: None, **state["learners"]}
+    assert hub_users.recorded(chosen.folder) == {state.teacher: None, **state.learners}
 
 
 @needs_root
@@ -194,7 +198,7 @@ def test_each_learner_logs_in_with_an_own_password_from_a_list_only_the_owner_re
     listing = chosen.folder / hub_users.PASSWORD_LIST
     with listing.open(encoding="utf-8") as fh:
         rows = {row["login"]: row for row in csv.DictReader(fh)}
-    assert set(rows) == {*state["learners"], state["teacher"]}
+    assert set(rows) == {*state.learners, state.teacher}
     assert rows[f"{prefix}petrova"]["id"] == "Petrova"
     assert rows[f"{prefix}teacher"]["id"] == ""  # преподаватель
     assert len({row["password"] for row in rows.values()}) == 3
@@ -205,8 +209,8 @@ def test_each_learner_logs_in_with_an_own_password_from_a_list_only_the_owner_re
 
     # Повторный make hub: пароли и учётные записи те же, список тот же.
     before = listing.read_text(encoding="utf-8")
-    again = hub.prepare(chosen, None, register=False, proxy=Path(state["proxy"]))
-    assert again["created"] == [] and listing.read_text(encoding="utf-8") == before
+    again = hub_prepare.prepare(chosen, None, register=False, proxy=state.proxy)
+    assert again.created == [] and listing.read_text(encoding="utf-8") == before
 
 
 @needs_root
@@ -218,7 +222,7 @@ def test_the_course_and_the_work_folder_are_closed_to_learners(class_hub):
         assert mode(root / closed) & 0o077 == 0, closed
     for shared in ("notebooks", "feedback", ".venv"):
         assert mode(root / shared) & 0o005 == 0o005, shared
-    assert str(root / "solutions") in state["closed"]
+    assert root / "solutions" in state.closed
 
 
 @needs_root
@@ -253,24 +257,24 @@ def test_the_exchange_is_as_nbgrader_wants_and_reachable_through_the_work_folder
 def test_jupyterhub_logs_in_with_pam_and_runs_each_server_as_its_user(class_hub):
     chosen, state, prefix = class_hub
     c = Config()
-    hub.configure(c, chosen.folder)
+    hub_config.configure(c, chosen.workspace)
     assert c.JupyterHub.authenticator_class == "pam"
     assert c.JupyterHub.spawner_class == "feedback.teacher.hub.spawner.CourseSpawner"
-    assert c.Authenticator.allowed_users == {*state["learners"], state["teacher"]}
-    assert c.Authenticator.admin_users == {state["teacher"]}
-    assert c.CourseSpawner.run_as == {state["teacher"]: pwd.getpwuid(os.geteuid()).pw_name}
+    assert c.Authenticator.allowed_users == {*state.learners, state.teacher}
+    assert c.Authenticator.admin_users == {state.teacher}
+    assert c.CourseSpawner.run_as == {state.teacher: pwd.getpwuid(os.geteuid()).pw_name}
     spawner = SimpleNamespace(
         user=SimpleNamespace(name=f"{prefix}ivanov"), environment={}, notebook_dir=""
     )
     c.Spawner.pre_spawn_hook(spawner)
     assert spawner.environment["JUPYTER_CONFIG_PATH"] == str(chosen.config / f"{prefix}ivanov")
     assert spawner.notebook_dir == ""  # учащийся — в своей домашней папке
-    teacher = SimpleNamespace(user=SimpleNamespace(name=state["teacher"]), environment={})
+    teacher = SimpleNamespace(user=SimpleNamespace(name=state.teacher), environment={})
     teacher.notebook_dir = ""
     c.Spawner.pre_spawn_hook(teacher)
     assert teacher.notebook_dir == str(chosen.settings.root)  # formgrader над курсом
     assert teacher.environment["COURSE7_GRADING_DIR"] == str(chosen.settings.work)
-    assert teacher.environment["JUPYTER_CONFIG_PATH"] == str(chosen.config / state["teacher"])
+    assert teacher.environment["JUPYTER_CONFIG_PATH"] == str(chosen.config / state.teacher)
 
 
 @needs_root
@@ -295,12 +299,12 @@ def test_after_the_semester_the_users_and_their_passwords_are_removed(
     class_hub, monkeypatch, capsys
 ):
     chosen, state, prefix = class_hub
-    homes = [Path(pwd.getpwnam(login).pw_dir) for login in state["learners"]]
+    homes = [Path(pwd.getpwnam(login).pw_dir) for login in state.learners]
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(chosen.settings.work))
-    assert hub.main(["remove-users"]) == 1  # без --yes — только список
+    assert hub_command.main(["remove-users"]) == 1  # без --yes — только список
     assert f"{prefix}petrova" in capsys.readouterr().out
     assert all(home.is_dir() for home in homes)
-    assert hub.main(["remove-users", "--yes"]) == 0  # приставка — та, что у make hub
+    assert hub_command.main(["remove-users", "--yes"]) == 0  # приставка — та, что у make hub
     assert f"{prefix}petrova" in capsys.readouterr().out
     assert not [entry for entry in pwd.getpwall() if entry.pw_name.startswith(prefix)]
     assert not any(home.exists() for home in homes)
@@ -337,5 +341,5 @@ def test_a_course_folder_taken_by_a_learner_stops_make_hub(class_hub):
     course.mkdir()
     learner = pwd.getpwnam(f"{prefix}ivanov")
     os.chown(course, learner.pw_uid, learner.pw_gid)
-    with pytest.raises(hub.HubError, match="создал не root"):
-        hub.prepare(chosen, None, register=False, proxy=Path(sys.executable))
+    with pytest.raises(hub_state.HubError, match="создал не root"):
+        hub_prepare.prepare(chosen, None, register=False, proxy=Path(sys.executable))

@@ -55,6 +55,12 @@ class Workspace:
     MOODLE_GRADES: ClassVar[str] = "moodle_grades.csv"
     WORKSHEET: ClassVar[str] = "{lab}_worksheet.csv"
     FEEDBACK_ARCHIVE: ClassVar[str] = "{lab}_feedback_files.zip"
+    HUB_USERS: ClassVar[str] = "users"
+    HUB_CONFIG: ClassVar[str] = "config"
+    HUB_PID: ClassVar[str] = "jupyterhub.pid"
+    HUB_PROXY_PID: ClassVar[str] = "proxy.pid"
+    HUB_DATABASE: ClassVar[str] = "jupyterhub.sqlite"
+    HUB_COOKIE_SECRET: ClassVar[str] = "jupyterhub_cookie_secret"
     # Таблицы CSV класса (тип строки каждой — в feedback.teacher.core.tables).
     PROBLEMS: ClassVar[str] = "problems.csv"
     NEEDS_REVIEW: ClassVar[str] = "needs_review.csv"
@@ -220,3 +226,31 @@ class Workspace:
     @property
     def hub_passwords(self) -> Path:
         return self.hub / self.HUB_PASSWORDS
+
+    @property
+    def hub_users(self) -> Path:
+        """Папки учащихся пробы make hub (``users/<имя>/``): там работают их серверы."""
+        return self.hub / self.HUB_USERS
+
+    @property
+    def hub_config(self) -> Path:
+        """Настройки серверов пробы (``config/<имя>/`` — ``JUPYTER_CONFIG_PATH`` сервера)."""
+        return self.hub / self.HUB_CONFIG
+
+    @property
+    def hub_pid(self) -> Path:
+        """pid-файл JupyterHub курса: по нему make hub-stop его останавливает."""
+        return self.hub / self.HUB_PID
+
+    @property
+    def hub_proxy_pid(self) -> Path:
+        return self.hub / self.HUB_PROXY_PID
+
+    @property
+    def hub_database(self) -> Path:
+        """База JupyterHub (SQLite): пользователи и их серверы между запусками."""
+        return self.hub / self.HUB_DATABASE
+
+    @property
+    def hub_cookie_secret(self) -> Path:
+        return self.hub / self.HUB_COOKIE_SECRET

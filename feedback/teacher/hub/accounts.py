@@ -1,12 +1,12 @@
 """Класс на одном сервере: ``make hub`` в режиме класса (root и список учащихся).
 
-Проба (:mod:`feedback.teacher.hub.server`, ``HUB_MODE=trial``) запускает серверы всех учащихся одним
-пользователем Unix с общим паролем. В режиме класса у каждого свой пользователь Unix:
+Проба (:mod:`feedback.teacher.hub.prepare`, ``HUB_MODE=trial``) запускает серверы всех учащихся
+одним пользователем Unix с общим паролем. В режиме класса у каждого свой пользователь Unix:
 
 - **учётные записи** — из ``students.csv``: ``useradd`` с приставкой курса (``c7-ivanov``),
   домашняя папка ``/home/c7-ivanov`` с правами 0700, оболочка входа ``nologin`` (по SSH не
   войти; терминал JupyterLab открывает ``bash`` сам). Все — в группе Unix курса (``c7-hub``):
-  по ней удаление после семестра (``python -m feedback.teacher.hub.server remove-users``)
+  по ней удаление после семестра (``python -m feedback.teacher.commands.hub remove-users``)
   узнаёт своих и никогда не тронет чужого пользователя с тем же именем;
 - **пароли** — у каждого свой, заводится ``chpasswd`` один раз; вход — ``PAMAuthenticator``
   JupyterHub (системный пароль). Список для печати — ``passwords.html`` и ``passwords.csv`` в
@@ -348,7 +348,7 @@ def prepare_exchange_link(settings: Settings, shared: Path) -> Path:
         target = settings.exchange_dir
     else:
         target = shared / "exchange"
-        link = settings.work / "exchange"
+        link = settings.workspace.exchange  # COURSE7_EXCHANGE_DIR не задан: в рабочей папке
         if link.is_dir() and not link.is_symlink():
             # exchange пробы переезжает целиком: выпуски и сдачи не теряются.
             target.parent.mkdir(parents=True, exist_ok=True)

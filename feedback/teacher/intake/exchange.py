@@ -495,7 +495,7 @@ def collect(
     Сначала проверяется exchange (:func:`check_exchange`); потом сдачи (:func:`scan`), из
     них последняя по времени ядра (:func:`latest`), и её обычные файлы копируются в новую
     папку, которая заменяет прежнюю целиком. ``timestamp.txt`` в ней — время сдачи по ctime
-    (его читают :func:`feedback.teacher.hub.server.late` и база оценок), а не то, что написал
+    (его читают :func:`feedback.teacher.hub.lateness.late` и база оценок), а не то, что написал
     учащийся.
     """
     check_exchange(exchange, course)
