@@ -119,14 +119,14 @@ unit-fast: $(STAMP) browser sandbox
 # GPU-лабораторные идут в крошечном режиме (COURSE7_TINY=1): без видеокарты и без интернета.
 nbval: $(STAMP)
 	$(TEST_CACHES) $(BIN)/python -c "from feedback.gpu.tiny_gemma import tiny_preset_path as p; p()"
-	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg PYTHONPATH=tests $(TEST_CACHES) $(BIN)/python -m pytest \
+	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg PYTHONPATH=tests/support $(TEST_CACHES) $(BIN)/python -m pytest \
 		-p no:cacheprovider -p nbval_kernels -p nbval_outputs -n $(TEST_WORKERS) --dist loadfile --nbval-lax \
 		--nbval-current-env --junitxml=.course-work/nbval-times.xml solutions/
 
 # Решения CPU-лабораторных (7.2, 7.4) — для быстрого прогона: без keras и крошечной Gemma.
 CPU_LABS := solutions/lab_7_2_training_flops solutions/lab_7_4_gpu_memory
 nbval-cpu: $(STAMP)
-	FEEDBACK_STRICT=1 MPLBACKEND=Agg PYTHONPATH=tests $(BIN)/python -m pytest -p no:cacheprovider \
+	FEEDBACK_STRICT=1 MPLBACKEND=Agg PYTHONPATH=tests/support $(BIN)/python -m pytest -p no:cacheprovider \
 		-p nbval_kernels -n 2 --dist loadfile --nbval-lax --nbval-current-env $(CPU_LABS)
 
 notebooks: $(STAMP)

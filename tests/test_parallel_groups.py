@@ -45,7 +45,7 @@ def test_b(): time.sleep(0.3)
 TESTS = ROOT / "tests"
 CONFTEST = f"""
 import importlib.util, sys
-sys.path.insert(0, {str(TESTS)!r})
+sys.path.insert(0, {str(TESTS / "support")!r})
 spec = importlib.util.spec_from_file_location("course_conftest", {str(TESTS / "conftest.py")!r})
 course_conftest = importlib.util.module_from_spec(spec)
 sys.modules["course_conftest"] = course_conftest

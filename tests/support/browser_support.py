@@ -29,7 +29,7 @@ import pytest
 
 from feedback.settings import CHROMIUM, REQUIRE_BROWSER
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / ".course-work" / "screenshots"
 
 #: Флаги, без которых Chromium в закрытой сети стучится наружу и тормозит.
