@@ -379,7 +379,11 @@ def test_every_check_observes_in_the_sandbox_but_none_can_be_judged_there(tmp_pa
     Здесь тот же вызов ``judge_envelope``, ``judge`` и самой проверки из кода учащегося
     не даёт зачёта ни одной проверке.
     """
-    from test_graded import VERDICTS_SCRIPT, assert_no_verdict_without_answers, verdicts
+    from tests.engine.test_graded import (
+        VERDICTS_SCRIPT,
+        assert_no_verdict_without_answers,
+        verdicts,
+    )
 
     execution = run(tmp_path, VERDICTS_SCRIPT, start=start)
     assert "VERDICTS " in text(execution, 0), text(execution, 0)[-3000:]

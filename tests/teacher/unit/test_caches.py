@@ -64,5 +64,5 @@ def test_make_reads_the_jax_cache_settings_from_the_package(capsys):
     main()
     printed = dict(pair.split("=", 1) for pair in capsys.readouterr().out.split())
     assert printed == JAX_COMPILATION_CACHE_ENV
-    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text(encoding="utf-8")
+    makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text(encoding="utf-8")
     assert "-m feedback.teacher.unit.caches" in makefile and "JAX_PERSISTENT_CACHE" not in makefile

@@ -26,7 +26,7 @@ from notebook_runner import ROOT
 
 pytestmark = pytest.mark.slow
 
-SNAPSHOT = Path(__file__).parent / "data" / "class-tables"
+SNAPSHOT = Path(__file__).parents[2] / "data" / "class-tables"
 
 #: Таблицы итогов класса; timings.csv нет: в ней только секунды и память.
 TABLES = (

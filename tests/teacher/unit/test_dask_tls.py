@@ -266,7 +266,7 @@ def test_the_documented_commands_start_a_tls_cluster(tmp_path):
     folder = issue(tmp_path / "dask-certs").folder
     lines = {line.split()[1]: line.strip() for line in dask_tls.commands(folder).splitlines()
              if line.strip().startswith(("dask ", "make "))}  # fmt: skip
-    docs = (Path(__file__).parents[1] / "docs" / "teaching.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).parents[3] / "docs" / "teaching.md").read_text(encoding="utf-8")
     for line in lines.values():  # преподаватель читает те же команды
         assert line in docs, line
     node = tmp_path / "node"  # «скопировали на машину»: только три файла узла

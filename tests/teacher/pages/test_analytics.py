@@ -771,7 +771,7 @@ GPU_LABS = {"lab_7_1_compare_models", "lab_7_5_bfloat16_lora", "lab_7_6_gradient
 
 def _varied(notebook: dict, rng: random.Random) -> dict:
     """Копия проверенной тетрадки с другими ответами: честные варианты и правки."""
-    from test_teacher_similarity import HONEST_CODE, HONEST_TEXT, rename_variables
+    from tests.teacher.pages.test_similarity import HONEST_CODE, HONEST_TEXT, rename_variables
 
     notebook = json.loads(json.dumps(notebook))
     for cell in notebook["cells"]:

@@ -52,7 +52,7 @@ def test_no_report_runs_or_loads_anything(graded_class):
 
 
 def test_no_formgrader_page_runs_or_loads_anything(graded_class, formgrader):
-    from test_formgrader import fetch, submissions
+    from tests.teacher.hub.test_formgrader_browser import fetch, submissions
 
     listed = submissions(formgrader)
     assert len(listed) > 50
@@ -104,7 +104,8 @@ def test_one_page_of_each_hostile_kind_in_chromium(graded_class, formgrader):
     """Отчёт и страница formgrader каждой враждебной работы — в Chromium, с перехватом запросов."""
     chromium = chromium_or_skip("страницы в браузере")
     from playwright.sync_api import sync_playwright
-    from test_formgrader import submissions
+
+    from tests.teacher.hub.test_formgrader_browser import submissions
 
     ids = {item["student"]: item["id"] for item in submissions(formgrader)}
     seen = {}

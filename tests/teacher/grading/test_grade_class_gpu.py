@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from corpus import LAB5, LAB6
-from test_class_tables import class_tables
-from test_grading import report
+
+from tests.teacher.grading.test_grade_class import report
+from tests.teacher.records.test_class_tables_snapshot import class_tables
 
 from submissions import read_csv
 
