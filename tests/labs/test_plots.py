@@ -54,7 +54,7 @@ def test_lab_7_6_chart_shows_measured_steps_against_the_t4_line():
     from feedback import accumulation, formatting, measured
 
     lab = "lab_7_6_gradient_accumulation"
-    path = Path(__file__).resolve().parents[1] / "solutions" / lab / f"{lab}.ipynb"
+    path = Path(__file__).resolve().parents[2] / "solutions" / lab / f"{lab}.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     (chart,) = [
         "".join(c["source"]) for c in cells if "step_memory_breakdowns" in "".join(c["source"])

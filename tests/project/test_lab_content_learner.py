@@ -6,7 +6,7 @@ import re
 
 from feedback import measured
 from feedback.gpu.check import CONFIGS
-from tests.test_lab_content import assigned, cells, grade_id, lab_named, text
+from tests.project.test_lab_content import assigned, cells, grade_id, lab_named, text
 
 LAB_71, LAB_72, LAB_74 = lab_named("7.1"), lab_named("7.2"), lab_named("7.4")
 

@@ -35,7 +35,7 @@ NOT_SETTINGS = {"COURSE7_TEACHER_SECRET"}
 
 def mentioning_files():
     yield from sorted((ROOT / "feedback").rglob("*.py"))
-    yield from sorted((ROOT / "tests").glob("*.py"))
+    yield from sorted((ROOT / "tests").rglob("*.py"))
     yield from sorted((ROOT / "docs").glob("*.md"))
     yield from sorted((ROOT / ".ci").glob("*"))
     for name in ("nbgrader_config.py", "Makefile", "README.md"):
@@ -168,7 +168,7 @@ def test_tests_read_their_variables_through_the_registry():
     assert {"COURSE7_REQUIRE_SANDBOX", "COURSE7_REQUIRE_BROWSER"} <= names
     spelled = [
         f"{path.relative_to(ROOT)}:{node.lineno} {node.value}"
-        for path in sorted((ROOT / "tests").glob("*.py"))
+        for path in sorted((ROOT / "tests").rglob("*.py"))
         if path != Path(__file__).resolve()
         for node in ast.walk(tree(path))
         if isinstance(node, ast.Constant) and node.value in names

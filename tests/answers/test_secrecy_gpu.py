@@ -167,7 +167,7 @@ def test_check_calls_in_the_notebooks_name_the_task_not_the_answer():
     import json
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "notebooks"
+    root = Path(__file__).resolve().parents[2] / "notebooks"
     for lab in ("lab_7_5_bfloat16_lora", "lab_7_6_gradient_accumulation"):
         notebook = json.loads((root / lab / f"{lab}.ipynb").read_text(encoding="utf-8"))
         calls = [

@@ -32,7 +32,7 @@ from feedback.engine.comparing import FunctionTask, answer
 from feedback.engine.result import CheckResult
 from feedback.formatting import parse_number
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".course-work" / "colab-venv"
 CPU_LABS = ["lab_7_2_training_flops", "lab_7_4_gpu_memory"]
 

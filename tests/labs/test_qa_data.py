@@ -25,7 +25,7 @@ from feedback.qa_data import (
     normalize_rows,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

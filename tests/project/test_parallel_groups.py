@@ -97,8 +97,7 @@ class _Item:
 
 
 def _modify(items):
-    sys.path.insert(0, str(TESTS))
-    from conftest import pytest_collection_modifyitems
+    from tests.conftest import pytest_collection_modifyitems
 
     pytest_collection_modifyitems(items)
     return [item.name for item in items]

@@ -10,7 +10,7 @@ import pytest
 from feedback import accumulation, measured
 from feedback.engine.waiting import WaitingForTask
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAB = "lab_7_6_gradient_accumulation"
 
 

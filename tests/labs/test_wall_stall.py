@@ -87,7 +87,7 @@ def test_the_lab_7_3_load_runs_under_the_guard():
     from pathlib import Path
 
     lab = "lab_7_3_memory_wall"
-    path = Path(__file__).resolve().parents[1] / "solutions" / lab / f"{lab}.ipynb"
+    path = Path(__file__).resolve().parents[2] / "solutions" / lab / f"{lab}.ipynb"
     cells = ["".join(c["source"]) for c in json.loads(path.read_text("utf-8"))["cells"]]
     (load,) = [c for c in cells if "from_preset(PRESET)" in c]
     assert "with wall.StallGuard() as loading:" in load

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "feedback"
 
 #: Комнаты программы преподавателя снизу вверх: комната импортирует только комнаты ниже себя.

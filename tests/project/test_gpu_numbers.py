@@ -16,7 +16,7 @@ import pytest
 
 from feedback import measured
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LABS = ("lab_7_3_memory_wall", "lab_7_5_bfloat16_lora", "lab_7_6_gradient_accumulation")
 GIB = 1024**3
 
