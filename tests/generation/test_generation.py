@@ -3,7 +3,7 @@
 Лёгкие тесты не импортируют keras. Тяжёлые (загрузка крошечной Gemma, генерация)
 пропускаются без keras_hub и sentencepiece (extra ``gpu``). Решение целиком выполняет
 nbval (``make nbval``, строгий режим), а полные баллы за него — оценивание класса
-(tests/corpus.py, работа ``g71_correct``).
+(tests/support/corpus.py, работа ``g71_correct``).
 Бэкенд Keras — JAX: его надо выбрать до первого импорта keras.
 """
 

@@ -2,7 +2,7 @@
 
 Быстрые тесты работают с поддельной моделью; один тяжёлый тест обучает крошечную
 Gemma 3 одну эпоху с монитором. Зерно задаём ДО ``from_preset``: иначе ``fit``
-падает с NotFoundError ресурса SentencePiece (см. tests/test_tiny_gemma.py).
+падает с NotFoundError ресурса SentencePiece (см. tests/gpu/test_tiny_gemma.py).
 """
 
 import matplotlib

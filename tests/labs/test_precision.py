@@ -2,7 +2,7 @@
 
 Модели загружаются один раз на модуль. Зерно задаём ДО ``from_preset``: вызов
 ``keras.utils.set_random_seed`` после создания токенизатора ломает ресурс
-SentencePiece в TensorFlow (см. tests/test_tiny_gemma.py).
+SentencePiece в TensorFlow (см. tests/gpu/test_tiny_gemma.py).
 """
 
 import math

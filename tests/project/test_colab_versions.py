@@ -14,7 +14,7 @@ Colab до сих пор ставит IPython 7.34 и ipywidgets 7.7, а наш�
   (``tests/data/colab_gpu_packages.txt``): что первая ячейка GPU-лабораторной поменяет.
 
 Части, которые выполняются внутри Colab-окружения, — функции ``probe_*`` этого же файла:
-файл запускается там как скрипт (``python tests/test_colab_versions.py versions``).
+файл запускается там как скрипт (``python tests/project/test_colab_versions.py versions``).
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def probe_gpu_metadata() -> list[dict]:
 
     Берутся из отчёта ``pip install --dry-run --report`` (колёса не скачиваются) и лежат в
     ``tests/data/colab_gpu_metadata.json``: обновить после правки списка пакетов —
-    ``python tests/test_colab_versions.py gpu_metadata tests/data/colab_gpu_metadata.json``.
+    ``python tests/project/test_colab_versions.py gpu_metadata tests/data/colab_gpu_metadata.json``.
     """
     done = run(
         [
@@ -374,7 +374,7 @@ def probe_versions() -> dict:
 
 
 def probe_students() -> dict:
-    """Тетрадки учащихся «как есть», как в tests/test_student_notebooks.py."""
+    """Тетрадки учащихся «как есть», как в tests/project/test_student_notebooks.py."""
     from notebook_runner import graded_cells, outputs_text, run_notebook
 
     not_done = ("ещё не реализована", "осталось «…»")

@@ -35,7 +35,7 @@ def test_cpu_learner_gets_tiny_mode_and_the_model_loads(no_kaggle, monkeypatch):
     """Без видеокарты и без COURSE7_TINY учебный режим включается сам, и модель загружается.
 
     Дальше тетрадка идёт так же, как с ``COURSE7_TINY=1``: всю её, до обучения с выводом
-    после четвёртой эпохи, в строгом режиме выполняет make nbval (tests/nbval_outputs.py).
+    после четвёртой эпохи, в строгом режиме выполняет make nbval (tests/support/nbval_outputs.py).
     """
     monkeypatch.setitem(os.environ, "COURSE7_TINY", "")  # как у учащегося: не задано
     nb = run_notebook(LAB5, strict=True, until="from_preset(")

@@ -14,7 +14,7 @@
 вынесении вердикта — в тексте импортов не видны, поэтому названы в :data:`ANSWER_EDGES`, и
 тест разрешает каждое.
 
-Граф, рёбра по строке и нарушения слоёв печатает ``python tests/test_import_graph.py
+Граф, рёбра по строке и нарушения слоёв печатает ``python tests/project/test_import_graph.py
 [корень репозитория]``.
 """
 
@@ -292,7 +292,7 @@ def test_every_module_has_a_layer():
 def test_layers_import_only_what_they_may():
     found = violations(import_graph())
     assert not found, (
-        "Импорты против слоёв (tests/test_import_graph.py, LAYERS и FORBIDDEN): "
+        "Импорты против слоёв (tests/project/test_import_graph.py, LAYERS и FORBIDDEN): "
         + "; ".join(found)
         + ". Общую часть вынесите в слой ниже или передайте значение аргументом."
     )
@@ -308,7 +308,7 @@ def test_every_answer_named_by_a_string_is_in_the_table():
     table = {name: {target} for name, target in ANSWER_EDGES.items()}
     assert found == table, (
         "модули называют эталоны строкой не так, как записано в ANSWER_EDGES "
-        f"(tests/test_import_graph.py): найдено {found}, в таблице {table}"
+        f"(tests/project/test_import_graph.py): найдено {found}, в таблице {table}"
     )
     assert all(layer_of(name) == "labs" for name in ANSWER_EDGES)
     assert all(layer_of(target) == "answers" for target in ANSWER_EDGES.values())

@@ -2,7 +2,8 @@
 
 JupyterLab запускается так же, как в ``make lab`` (``.venv/bin/jupyter lab``), но на
 свободном порту 127.0.0.1, с токеном и без браузера, в своих временных папках настроек.
-Так же запускается и ``jupyter server`` с formgrader для tests/test_formgrader.py, а
+Так же запускается и ``jupyter server`` с formgrader для
+tests/teacher/hub/test_formgrader_browser.py, а
 :func:`course_formgrader` запускает саму команду ``make formgrader``.
 Браузер — системный Chromium (``apt-get install chromium``): Playwright только управляет
 им и ничего не скачивает.

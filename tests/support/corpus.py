@@ -181,7 +181,8 @@ def compute_num_flops(p, n):
 
 
 #: Скрипты в письменных ответах и в выводе ячейки: выполнись любой из них в браузере
-#: преподавателя, заголовок страницы стал бы PWNED (это проверяет tests/test_formgrader.py).
+#: преподавателя, заголовок страницы стал бы PWNED (это проверяет
+#: tests/teacher/hub/test_formgrader_browser.py).
 PWNED = "PWNED"
 HOSTILE_MARKDOWN = f"""Ответ со скриптом: <img src=x onerror="document.title='{PWNED}'">"""
 HOSTILE_SCRIPT = f"Ещё ответ.\n\n<script>document.title = '{PWNED}';</script>"
@@ -774,7 +775,8 @@ def gpu_works() -> list[Work]:
 # --------------------------------------------------------------------------- доверие, круг 2
 
 #: Метка в окружении преподавателя при оценивании класса: её не должно быть ни в одном
-#: файле, который пишет оценивание (conftest.py ставит её, tests/test_grading.py ищет).
+#: файле, который пишет оценивание (conftest.py ставит её,
+#: tests/teacher/grading/test_grade_class.py ищет).
 TEACHER_MARKER = "COURSE7-TEACHER-MARKER-7f3a"
 
 READS_TEACHER_ENVIRONMENT = """import os

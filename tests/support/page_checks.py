@@ -2,7 +2,7 @@
 
 Каждый отчёт и каждая страница formgrader класса проверяются так (это быстро и ничего не
 пропускает), а в Chromium открывается по одной странице на каждый вид враждебной работы
-(tests/test_hostile_pages.py): разбор и браузер дополняют друг друга.
+(tests/teacher/pages/test_hostile_pages_browser.py): разбор и браузер дополняют друг друга.
 """
 
 from __future__ import annotations

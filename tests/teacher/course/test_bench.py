@@ -88,6 +88,34 @@ def test_a_shared_fixture_is_billed_to_its_own_group_not_to_the_first_test(tmp_p
     ]
 
 
+def test_a_test_in_a_package_folder_is_grouped_by_its_file(tmp_path):
+    """Тесты повторяют пакет (tests/teacher/<комната>/…): группа — файл, а не первая папка."""
+    junit = tmp_path / "times.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.teacher.grading.test_grade" name="a" time="2.0"/>'
+        '<testcase classname="tests.teacher.hub.test_server" name="b" time="1.0"/>'
+        '<testcase classname="tests.teacher.hub.test_server.TestHub" name="c" time="1.0"/>'
+        "</testsuite></testsuites>"
+    )
+    (tmp_path / "times.fixtures-gw0.json").write_text(
+        json.dumps(
+            [
+                {
+                    "fixture": "graded_class",
+                    "test": "tests/teacher/grading/test_grade.py::test_a",
+                    "seconds": 1.5,
+                }
+            ]
+        )
+    )
+    assert bench.group_times((junit,)) == [
+        ("Тесты: teacher/hub/test_server", "2.0 с"),
+        ("Тесты: фикстура graded_class", "1.5 с"),
+        ("Тесты: teacher/grading/test_grade", "0.5 с"),
+    ]
+
+
 def test_group_times_say_how_to_get_a_report(tmp_path):
     assert "make test" in bench.group_times((tmp_path / "none.xml",))[0][1]
 

@@ -4,7 +4,7 @@
 ``userdel -r`` в конце), свой пароль у каждого (его принимает PAM), список паролей только для
 владельца, закрытые клон курса и рабочая папка, exchange nbgrader и настройки JupyterHub
 (вход PAM, сервер каждого — его пользователь Unix). Два учащихся в настоящем JupyterHub и
-Chromium — tests/test_hub_class.py.
+Chromium — tests/teacher/hub/test_accounts_browser.py.
 """
 
 from __future__ import annotations

@@ -2,14 +2,16 @@
 выполняется в браузере преподавателя.
 
 Настоящий ``jupyter server`` с расширением formgrader из nbgrader, корень — курс (его
-nbgrader_config.py), папка оценивания — класс из tests/corpus.py (фикстура
+nbgrader_config.py), папка оценивания — класс из tests/support/corpus.py (фикстура
 ``graded_class``). Через API formgrader перебираются все работы всех лабораторных: список
 совпадает с оценёнными работами (страницу каждой открывает в Chromium
-tests/test_hostile_pages.py). Работа со скриптами в ответах и в выводе открывается в Chromium
+tests/teacher/pages/test_hostile_pages_browser.py). Работа со скриптами в ответах и в выводе
+открывается в Chromium
 без окна, и видно, что сам formgrader на ней работает.
 
 Ручная проверка — тоже в браузере, но над копией папки оценивания (общий класс остаётся без
-ручных оценок: это проверяет tests/test_grading.py): баллы и комментарий к письменному ответу
+ручных оценок: это проверяет tests/teacher/grading/test_grade_class.py): баллы и комментарий
+к письменному ответу
 ставятся в formgrader, переживают перезагрузку страницы и после ``make feedback``
 (:func:`feedback.teacher.pages.reports.rewrite_all`) оказываются в отчёте учащегося, а критерии
 оценки видны только в formgrader.
@@ -93,7 +95,8 @@ def submissions(server) -> list[dict]:
 
 def test_every_graded_work_is_listed(formgrader, graded_class):
     """Список работ formgrader — ровно оценённые работы; каждую страницу из этого списка
-    открывает в Chromium tests/test_hostile_pages.py (код 200, отрисована, без скриптов)."""
+    открывает в Chromium tests/teacher/pages/test_hostile_pages_browser.py (код 200, отрисована,
+    без скриптов)."""
     found = submissions(formgrader)
     on_disk = {
         (path.parent.parent.name, path.parent.name, path.stem)

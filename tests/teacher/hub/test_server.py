@@ -3,7 +3,7 @@
 Учётные записи из списка учащихся, группа formgrader, вход, серверы в своих папках, настройки
 nbgrader каждого сервера (id учащегося для exchange — ровно из списка), права exchange, пароли,
 которые переживают перезапуск, и выбор отчётов, которые можно выдать через exchange. Весь
-семестр в настоящем JupyterHub и Chromium — tests/test_hub.py.
+семестр в настоящем JupyterHub и Chromium — tests/teacher/hub/test_server_browser.py.
 """
 
 from __future__ import annotations

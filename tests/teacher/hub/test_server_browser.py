@@ -313,7 +313,8 @@ def course_hub(tmp_path, sandbox):
     settings = _settings(tmp_path / "work")
     chosen = hub.Hub(settings, port=hub.free_port())
     state = hub.prepare(chosen, _roster(tmp_path), proxy=proxy)
-    # В снимках вся тетрадка в DOM (без «ленивой» отрисовки ячеек), как в tests/test_browser.py.
+    # В снимках вся тетрадка в DOM (без «ленивой» отрисовки ячеек), как в
+    # tests/project/test_lab_7_2_browser.py.
     for name in ("ivanov", "petrova", "teacher"):
         settings_file = (
             (chosen.users / name / ".jupyter" / "lab" / "user-settings" / "@jupyterlab")

@@ -4,7 +4,7 @@
 ``generate_assignment``), а результаты работ записывает настоящий ``gradebook.record``.
 Один медленный тест в конце проходит весь путь: архивы Moodle двух лабораторных →
 ``make grade`` → ручная оценка → ``make feedback`` → ``make export`` → повторное оценивание.
-Архив отзывов читается так, как его читает импорт Moodle (tests/moodle_support.py).
+Архив отзывов читается так, как его читает импорт Moodle (tests/support/moodle_support.py).
 """
 
 from __future__ import annotations

@@ -375,7 +375,7 @@ def test_every_check_observes_in_the_sandbox_but_none_can_be_judged_there(tmp_pa
     """Все проверки курса: наблюдение снимается, а вердикт без эталонов — только отказ.
 
     Ответы в сценарии верные: без песочницы, с эталонами, они проходят
-    (``tests/test_graded.py::test_without_answers_every_check_observes_but_none_passes``).
+    (``tests/engine/test_graded.py::test_without_answers_every_check_observes_but_none_passes``).
     Здесь тот же вызов ``judge_envelope``, ``judge`` и самой проверки из кода учащегося
     не даёт зачёта ни одной проверке.
     """

@@ -27,7 +27,7 @@ from feedback.teacher.unit.warm import kernel_templates
 from notebook_runner import ROOT
 from submissions import load
 
-#: Ядра — в одном процессе xdist с тестами песочницы (см. tests/test_teacher_sandbox.py).
+#: Ядра — в одном процессе xdist с тестами песочницы (см. tests/teacher/unit/test_sandbox.py).
 pytestmark = pytest.mark.xdist_group("sandbox")
 MIB = 1024**2
 BWRAP = sandbox.shutil.which("bwrap") is not None
