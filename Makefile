@@ -63,7 +63,7 @@ lab-notice:
 
 # Два прогона (docs/development.md, «Тесты»). make test — быстрый: проверки, подсказки,
 # настройки, сбор работ, баллы, выгрузка, аналитика, страницы, решения CPU-лабораторных и один
-# настоящий make grade маленького класса (tests/test_smoke.py); тест без отметки slow дольше
+# настоящий make grade маленького класса (tests/teacher/grading/test_grade_smoke.py); тест без отметки slow дольше
 # FAST_TEST_SECONDS — ошибка с его именем. make test-all — всё, его запускает CI. Сначала решения
 # (nbval): они же наполняют кэш компиляции JAX, и тетрадки в тестах пакета не компилируют
 # крошечную Gemma заново.
@@ -77,7 +77,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Chromium из пакетов Debian для теста в настоящем браузере (tests/test_browser.py).
+# Chromium из пакетов Debian для теста в настоящем браузере (tests/project/test_lab_7_2_browser.py).
 browser:
 	@bash .ci/install-browser
 
@@ -113,20 +113,20 @@ unit-fast: $(STAMP) browser sandbox
 		-n $(FAST_WORKERS) --dist loadgroup --no-loadscope-reorder --junitxml=.course-work/fast-times.xml
 
 # Решения выполняются целиком в строгом режиме: решение, не прошедшее свою же проверку, роняет CI.
-# Плагин tests/nbval_kernels.py запускает заново ядро, которому достался занятый порт (процессы
+# Плагин tests/support/nbval_kernels.py запускает заново ядро, которому достался занятый порт (процессы
 # nbval стартуют ядра в одну секунду), и показывает stderr ядра, если оно упало по другой причине;
-# tests/nbval_outputs.py требует строк, которые решение должно показать (вывод после 4-й эпохи).
+# tests/support/nbval_outputs.py требует строк, которые решение должно показать (вывод после 4-й эпохи).
 # GPU-лабораторные идут в крошечном режиме (COURSE7_TINY=1): без видеокарты и без интернета.
 nbval: $(STAMP)
 	$(TEST_CACHES) $(BIN)/python -c "from feedback.gpu.tiny_gemma import tiny_preset_path as p; p()"
-	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg PYTHONPATH=tests $(TEST_CACHES) $(BIN)/python -m pytest \
+	FEEDBACK_STRICT=1 COURSE7_TINY=1 MPLBACKEND=Agg PYTHONPATH=tests/support $(TEST_CACHES) $(BIN)/python -m pytest \
 		-p no:cacheprovider -p nbval_kernels -p nbval_outputs -n $(TEST_WORKERS) --dist loadfile --nbval-lax \
 		--nbval-current-env --junitxml=.course-work/nbval-times.xml solutions/
 
 # Решения CPU-лабораторных (7.2, 7.4) — для быстрого прогона: без keras и крошечной Gemma.
 CPU_LABS := solutions/lab_7_2_training_flops solutions/lab_7_4_gpu_memory
 nbval-cpu: $(STAMP)
-	FEEDBACK_STRICT=1 MPLBACKEND=Agg PYTHONPATH=tests $(BIN)/python -m pytest -p no:cacheprovider \
+	FEEDBACK_STRICT=1 MPLBACKEND=Agg PYTHONPATH=tests/support $(BIN)/python -m pytest -p no:cacheprovider \
 		-p nbval_kernels -n 2 --dist loadfile --nbval-lax --nbval-current-env $(CPU_LABS)
 
 notebooks: $(STAMP)

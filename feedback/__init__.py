@@ -39,7 +39,7 @@ GPU-лабораторных импортируют тяжёлые библио�
 проверками), :mod:`feedback.settings` (все переменные окружения курса), :mod:`feedback.qa_local`
 (наш набор вопросов-ответов в пакете), :mod:`feedback.workspace` (рабочая копия ``my-labs/``),
 :mod:`feedback.kernel_guard` (присмотр за ядром оценивания). Кто кого может импортировать —
-``tests/test_import_graph.py``.
+``tests/project/test_import_graph.py``.
 """
 
 from feedback.engine.result import CheckFailed, CheckResult, strict_mode

@@ -6,7 +6,7 @@
 лабораторных, в которых объявлены проверки, перечислены в :data:`CHECK_MODULES`: это
 место, где программа курса импортирует модуль лабораторной по строке; движок проверок
 (:func:`feedback.engine.graded.check_function`) ищет проверку только в уже импортированных
-модулях и сам их не импортирует (слои — ``tests/test_import_graph.py``).
+модулях и сам их не импортирует (слои — ``tests/project/test_import_graph.py``).
 """
 
 from __future__ import annotations

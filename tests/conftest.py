@@ -284,7 +284,7 @@ def tree_hash(folder: Path) -> str:
 
 @dataclass
 class GradedClass:
-    """Итоги одного запуска оценивания на синтетическом классе (tests/corpus.py)."""
+    """Итоги одного запуска оценивания на синтетическом классе (tests/support/corpus.py)."""
 
     work: Path
     folder: Path
@@ -316,7 +316,8 @@ def _class_targets(work: Path, folder: Path) -> dict[str, str]:
 
 
 def _grade_class(work: Path, folder: Path) -> dict:
-    """Оценивает класс из tests/corpus.py и возвращает то, что видно только во время запуска."""
+    """Оценивает класс из tests/support/corpus.py и возвращает то, что видно только во время
+    запуска."""
     from corpus import TEACHER_MARKER, class_settings, class_works, use_class_secret
 
     from feedback.teacher.grading import grade
@@ -346,7 +347,7 @@ def _grade_class(work: Path, folder: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def graded_class(tmp_path_factory, sandbox) -> GradedClass:
-    """Класс из tests/corpus.py, оценённый один раз на весь запуск.
+    """Класс из tests/support/corpus.py, оценённый один раз на весь запуск.
 
     При pytest-xdist у процессов общая родительская временная папка: первый процесс,
     которому нужен класс, оценивает его под блокировкой, остальные ждут и читают готовые итоги.

@@ -8,7 +8,7 @@
 понял не так (mistakes.csv, summary.html, mistakes.md — :mod:`feedback.teacher.pages.analytics`).
 
 Код — ``тема.ошибка`` латиницей; у одного кода — одна подсказка, у одной подсказки — один код
-(это проверяет tests/test_teacher_analytics.py). Непройденная проверка без известной
+(это проверяет tests/teacher/pages/test_analytics.py). Непройденная проверка без известной
 ошибки получает :data:`~feedback.engine.result.UNKNOWN`, пройденная — никакого.
 """
 

@@ -2,7 +2,7 @@
 
 Нужны только с дополнением ``grading`` (nbgrader); тетрадки учащихся их не импортируют.
 Комнаты по стадиям, снизу вверх (комната импортирует только комнаты ниже себя, это
-проверяет tests/test_import_graph.py):
+проверяет tests/project/test_import_graph.py):
 
 - :mod:`~feedback.teacher.core` — настройки, рабочая папка, таблицы, атомарная запись;
 - :mod:`~feedback.teacher.notebook` — тетрадки nbgrader вообще: сборка, безопасный HTML;

@@ -188,11 +188,24 @@ def measure(cpu_lab: str, gpu_labs: list[str], count: int, gpu_count: int) -> li
     return rows
 
 
+def _group(parts: list[str]) -> str:
+    """Группа по частям имени теста: решение — его лабораторная, тест — путь к файлу от tests/.
+
+    Тесты лежат в папках, повторяющих пакет (``tests/teacher/grading/test_grade.py``), поэтому
+    группа — весь путь до файла (``teacher/grading/test_grade``), а не первая папка.
+    """
+    if len(parts) > 1 and parts[0] == "solutions":
+        return parts[1]
+    if len(parts) > 1 and parts[0] == "tests":
+        end = next((i for i, part in enumerate(parts) if part.startswith("test_")), 1)
+        return "/".join(parts[1 : end + 1])
+    return parts[0]
+
+
 def _group_of_test(nodeid: str) -> str:
     """Группа теста по его id pytest — та же, что у его строки JUnit (файл или лабораторная)."""
-    parts = nodeid.split("::")[0].split("/")
-    known = parts[0] in ("tests", "solutions") and len(parts) > 1
-    return Path(parts[1]).stem if known else Path(parts[0]).stem
+    path = Path(nodeid.split("::")[0])
+    return _group([*path.parent.parts, path.stem])
 
 
 def fixture_times(junit: Path) -> list[dict]:
@@ -223,9 +236,9 @@ def group_times(paths: tuple[Path, ...] = TEST_TIMES) -> list[tuple[str, str]]:
         if not path.exists():
             continue
         for case in ET.parse(path).getroot().iter("testcase"):
-            parts = (case.get("classname") or "?").split(".")
-            known = parts[0] in ("tests", "solutions") and len(parts) > 1
-            seconds[parts[1] if known else parts[0]] += float(case.get("time") or 0)
+            seconds[_group((case.get("classname") or "?").split("."))] += float(
+                case.get("time") or 0
+            )
         for record in fixture_times(path):
             paid = float(record.get("seconds") or 0)
             seconds[_group_of_test(str(record.get("test", "?")))] -= paid

@@ -63,7 +63,7 @@ if importlib.util.find_spec("feedback") is None:
         print("Готово: пакет курса установлен.")"""
 
 #: Что ещё ставит первая ячейка — по дополнению тетрадки (что pip меняет в Colab, проверяет
-#: tests/test_colab_versions.py, а README описывает в «Что первая ячейка меняет в Colab»).
+#: tests/project/test_colab_versions.py, а README описывает в «Что первая ячейка меняет в Colab»).
 WHAT = {
     None: '    print("Всё остальное, что нужно лабораторной, в Colab и Kaggle уже есть.")\n',
     "gpu": (

@@ -1,7 +1,8 @@
 """Хватает ли Node.js для ``make hub``: configurable-http-proxy ставится из npm и идёт на нём.
 
 Нужная версия одна — ``engines.node`` в hub/package.json (её же требуют пакеты
-hub/package-lock.json, это сверяет tests/test_node_version.py). Старый Node npm ставил молча
+hub/package-lock.json, это сверяет tests/teacher/hub/test_node_version.py). Старый Node npm
+ставил молча
 (``npm ci --loglevel=error`` прятал предупреждение), и прокси падал уже при запуске хаба;
 теперь Makefile до npm вызывает этот модуль файлом — ``python3 feedback/teacher/hub/node_version.py
 hub/package.json``: только стандартная библиотека, без окружения курса, — и он по-русски

@@ -38,7 +38,8 @@ class ReportExporter(HTMLExporter):
 
     def from_notebook_node(self, nb, resources=None, **kw):
         # То же, что HTMLExporter.from_notebook_node до разбора страницы (nbconvert 7.17,
-        # закреплён в pyproject.toml; сверку с установленным держит tests/test_teacher_reports.py).
+        # закреплён в pyproject.toml; сверку с установленным держит
+        # tests/teacher/pages/test_reports.py).
         language = nb.metadata.get("language_info", {})
         lexer = language.get("pygments_lexer", language.get("name"))
         highlight = self.filters.get(

@@ -117,7 +117,7 @@ def _read_alembic_version_in_process() -> None:
     nbgrader узнаёт её командой ``alembic heads`` — новый процесс Python, который импортирует
     nbgrader (секунды на каждую новую базу: первый запуск make grade, каждая рабочая папка в
     тестах). Та же версия читается из тех же сценариев миграций здесь (:func:`alembic_head`;
-    tests/test_teacher_grade.py сверяет её с ответом команды).
+    tests/teacher/grading/test_grade.py сверяет её с ответом команды).
     """
     import nbgrader.api
 

@@ -11,7 +11,7 @@
 Новая запрещённая вещь — одна строка здесь: атрибут модуля по полному пути — в
 :data:`MODULE_ATTRIBUTES`, модуль целиком — в :data:`MODULES`, атрибут у чего угодно
 (``f_back``) — в :data:`ATTRIBUTES`, встроенное имя — в :data:`NAMES`, магия IPython — в
-:data:`MAGICS`. Тест — в ``tests/test_teacher_review.py``.
+:data:`MAGICS`. Тест — в ``tests/teacher/review/test_review.py``.
 """
 
 from __future__ import annotations
