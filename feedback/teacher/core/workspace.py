@@ -5,7 +5,7 @@
 таблицы класса, снимок баллов, страницы, состояние сервера курса. Стадии получают
 :class:`Workspace` и берут путь у него (``workspace.gradebook``, ``workspace.table(GradeRow)``),
 а не собирают ``work / "…"`` сами: так переименование или перенос файла — одна строка здесь,
-и тест (tests/test_workspace_layout.py) не даёт написать имя файла папки где-то ещё.
+и тест (tests/teacher/core/test_workspace.py) не даёт написать имя файла папки где-то ещё.
 
 Имена таблиц CSV — тоже здесь (:attr:`Workspace.GRADES` …): тип строки таблицы
 (:mod:`feedback.teacher.core.tables`) берёт своё ``FILE`` отсюда. Модуль лёгкий: только
