@@ -149,7 +149,7 @@ export SUBMISSIONS ROSTER WORKSHEET LAB DEST JOBS SCHEDULER HUB_PORT HUB_IP TEAC
 # make grade ROSTER=students.csv — он копируется в .course-work/students.csv, и дальше берётся
 # оттуда сам (docs/teaching.md).
 grade: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.grading.grade $${JOBS:+--jobs="$$JOBS"} \
+	$(BIN)/python -m feedback.teacher.commands.grade $${JOBS:+--jobs="$$JOBS"} \
 		$${SCHEDULER:+--scheduler="$$SCHEDULER"} $${ROSTER:+--roster="$$ROSTER"} \
 		$${SUBMISSIONS:+-- "$$SUBMISSIONS"}
 

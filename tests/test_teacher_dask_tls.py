@@ -26,6 +26,7 @@ from cryptography.exceptions import InvalidSignature
 from distributed import Client, LocalCluster
 from distributed.security import Security
 
+from feedback.teacher.commands import grade as grade_command
 from feedback.teacher.core.settings import Settings
 from feedback.teacher.grading import grade
 from feedback.teacher.unit import dask_tls
@@ -183,7 +184,7 @@ def test_the_insecure_opt_in_is_an_explicit_flag():
     assert Settings.from_env({"ALLOW_INSECURE_DASK": "да"}).allow_insecure_dask is False
     assert Settings.from_env({"ALLOW_INSECURE_DASK": "1"}).allow_insecure_dask is True
     certs = Settings.from_env({"COURSE7_GRADING_DIR": "/w", "COURSE7_DASK_CERTS": "/c"})
-    assert certs.dask_certs == Path("/c")
+    assert certs.workspace.dask_certs == Path("/c")
     assert Settings.from_env({"COURSE7_GRADING_DIR": "/w"}).workspace.dask_certs == Path(
         "/w/dask-certs"
     )
@@ -193,7 +194,7 @@ def test_make_grade_refuses_tcp_before_anything_starts(tmp_path, monkeypatch, ca
     work = tmp_path / "work"
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
     monkeypatch.delenv("ALLOW_INSECURE_DASK", raising=False)
-    code = grade.main([str(tmp_path / "class"), "--scheduler", "tcp://127.0.0.1:8786"])
+    code = grade_command.main([str(tmp_path / "class"), "--scheduler", "tcp://127.0.0.1:8786"])
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("Оценивание не началось: планировщик Dask tcp://127.0.0.1:8786")
@@ -208,7 +209,7 @@ def test_with_the_opt_in_make_grade_goes_past_the_dask_check(tmp_path, monkeypat
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
     monkeypatch.setenv("ALLOW_INSECURE_DASK", "1")
     monkeypatch.setattr(grade, "prepare", next_step)
-    assert grade.main(["--scheduler", "tcp://127.0.0.1:8786"]) == 2
+    assert grade_command.main(["--scheduler", "tcp://127.0.0.1:8786"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("Внимание: планировщик Dask tcp://127.0.0.1:8786")
     assert "Оценивание не началось: следующий шаг" in err
@@ -216,7 +217,7 @@ def test_with_the_opt_in_make_grade_goes_past_the_dask_check(tmp_path, monkeypat
 
 def test_make_grade_over_tls_needs_the_course_certificates(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
-    assert grade.main(["--scheduler", "tls://127.0.0.1:8786"]) == 2
+    assert grade_command.main(["--scheduler", "tls://127.0.0.1:8786"]) == 2
     assert "нет сертификатов курса" in capsys.readouterr().err
 
 
