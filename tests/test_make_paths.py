@@ -65,12 +65,12 @@ def test_every_path_variable_reaches_the_program_as_one_argument(fake_venv, name
     export = _make(venv, calls, "export", WORKSHEET=name, LAB=name)
     assert export[0] == [
         "-m",
-        "feedback.teacher.lms.export",
+        "feedback.teacher.commands.export",
         f"--worksheet={name}",
         f"--lab={name}",
     ]
     assert _make(venv, calls, "public", DEST=name) == [
-        ["-m", "feedback.teacher.course.public", "--", name]
+        ["-m", "feedback.teacher.commands.public", "--", name]
     ]
     assert _make(venv, calls, "hub-release", LAB=name) == [
         ["-m", "feedback.teacher.hub.server", "release", "--", name]
@@ -81,4 +81,4 @@ def test_every_path_variable_reaches_the_program_as_one_argument(fake_venv, name
 def test_without_variables_the_program_gets_no_empty_arguments(fake_venv):
     venv, calls = fake_venv
     assert _make(venv, calls, "grade") == [["-m", "feedback.teacher.commands.grade"]]
-    assert _make(venv, calls, "public") == [["-m", "feedback.teacher.course.public"]]
+    assert _make(venv, calls, "public") == [["-m", "feedback.teacher.commands.public"]]

@@ -26,6 +26,7 @@ from cryptography.exceptions import InvalidSignature
 from distributed import Client, LocalCluster
 from distributed.security import Security
 
+from feedback.teacher.commands import dask_certs as dask_certs_command
 from feedback.teacher.commands import grade as grade_command
 from feedback.teacher.core.settings import Settings
 from feedback.teacher.grading import grade
@@ -94,15 +95,15 @@ def test_make_dask_certs_prints_the_commands_and_keeps_existing_certificates(
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv("COURSE7_DASK_CERTS", str(tmp_path / "certs"))
-    assert dask_tls.main(["certs"]) == 0
+    assert dask_certs_command.main(["certs"]) == 0
     out = capsys.readouterr().out
     assert f"Сертификаты курса: {tmp_path / 'certs'}" in out
     assert "dask scheduler --tls-ca-file ca.pem" in out and "SCHEDULER=tls://" in out
     key = (tmp_path / "certs" / "client-key.pem").read_bytes()
-    assert dask_tls.main(["certs"]) == 2
+    assert dask_certs_command.main(["certs"]) == 2
     assert "REPLACE=1" in capsys.readouterr().err
     assert (tmp_path / "certs" / "client-key.pem").read_bytes() == key
-    assert dask_tls.main(["certs", "--replace"]) == 0
+    assert dask_certs_command.main(["certs", "--replace"]) == 0
     assert (tmp_path / "certs" / "client-key.pem").read_bytes() != key
 
 

@@ -19,7 +19,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
 from feedback.teacher.core import files
-from feedback.teacher.core.settings import gradebook_url, work_dir
+from feedback.teacher.core.settings import gradebook_url
 from feedback.teacher.pages import TEMPLATES
 from feedback.teacher.pages.preprocessors import ReportCleanup, ReportGrades
 
@@ -131,26 +131,3 @@ def rewrite_all(work: Path) -> list[Path]:
     for path in sorted((work / "autograded").glob("*/*/*.ipynb")):
         written.append(writer.write(path.parent.parent.name, path.parent.name, path))
     return written
-
-
-def main() -> int:
-    """Отчёты, таблицы оценок и сводка заново: после ручной проверки в formgrader меняются все."""
-    from feedback.teacher.pages import analytics
-    from feedback.teacher.records import gradebook
-
-    work = work_dir()
-    written = rewrite_all(work)
-    print(f"Отчёты обновлены: {len(written)} (в {work / 'feedback_reports'})")
-    if (work / "gradebook.db").is_file():
-        grades, by_task = gradebook.export(work)
-        print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
-        summary = analytics.refresh(work)
-        if summary is not None:
-            print(f"Сводка для преподавателя обновлена: {summary}")
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())

@@ -373,7 +373,7 @@ def rubrics(source: Path) -> dict[str, dict[str, Any]]:
     Это области решения ``### BEGIN SOLUTION`` … ``### END SOLUTION`` ячеек, которые
     оцениваются вручную (образец ответа и «Критерии для преподавателя»); в выпуске они
     заменены заглушкой. Читает их родительский процесс
-    (:func:`feedback.teacher.grading.grade.job_for`):
+    (:func:`feedback.teacher.grading.run.job_for`):
     сама единица solutions/ не видит. ``own_run`` — ответ опирается на собственный запуск
     учащегося (в критериях есть абзац :data:`OWN_RUN_MARK`).
     """
