@@ -196,7 +196,7 @@ def course_formgrader(
     command = [
         sys.executable,
         "-m",
-        "feedback.teacher.hub.formgrader",
+        "feedback.teacher.commands.formgrader",
         "--no-browser",
         f"--port={port}",
     ]
