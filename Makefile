@@ -98,7 +98,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
 # «:=»: читаются, когда окружение уже установлено.
 TEST_CACHES = COURSE7_CACHE_DIR=$(CURDIR)/.course-work/cache \
 	JAX_COMPILATION_CACHE_DIR=$(CURDIR)/.course-work/jax-cache \
-	$(shell $(BIN)/python -m feedback.teacher.unit.caches)
+	$(shell $(BIN)/python -m feedback.teacher.commands.caches)
 
 unit: $(STAMP) browser sandbox hub-proxy
 	$(TEST_CACHES) $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
@@ -130,7 +130,7 @@ nbval-cpu: $(STAMP)
 		-p nbval_kernels -n 2 --dist loadfile --nbval-lax --nbval-current-env $(CPU_LABS)
 
 notebooks: $(STAMP)
-	$(BIN)/python -m feedback.teacher.course.release
+	$(BIN)/python -m feedback.teacher.commands.release
 
 release: notebooks
 
@@ -149,7 +149,7 @@ export SUBMISSIONS ROSTER WORKSHEET LAB DEST JOBS SCHEDULER HUB_PORT HUB_IP TEAC
 # make grade ROSTER=students.csv — он копируется в .course-work/students.csv, и дальше берётся
 # оттуда сам (docs/teaching.md).
 grade: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.grading.grade $${JOBS:+--jobs="$$JOBS"} \
+	$(BIN)/python -m feedback.teacher.commands.grade $${JOBS:+--jobs="$$JOBS"} \
 		$${SCHEDULER:+--scheduler="$$SCHEDULER"} $${ROSTER:+--roster="$$ROSTER"} \
 		$${SUBMISSIONS:+-- "$$SUBMISSIONS"}
 
@@ -157,21 +157,21 @@ grade: $(STAMP) sandbox
 # и рабочим, client — make grade; печатает команды dask scheduler и dask worker. REPLACE=1 — выпустить
 # заново (прежние перестанут подходить).
 dask-certs: $(STAMP)
-	$(BIN)/python -m feedback.teacher.unit.dask_tls certs $(if $(filter 1,$(REPLACE)),--replace)
+	$(BIN)/python -m feedback.teacher.commands.dask_certs certs $(if $(filter 1,$(REPLACE)),--replace)
 
 # Секунды на работу при JOBS=1 и 2, ускорение, постоянная часть и время групп тестов.
 bench: $(STAMP) sandbox
-	$(BIN)/python -m feedback.teacher.course.bench
+	$(BIN)/python -m feedback.teacher.commands.bench
 
 # Ручная проверка: JupyterLab из .venv в папке курса (её nbgrader_config.py) с formgrader nbgrader;
-# браузер открывается сразу на formgrader, адрес с токеном печатается (feedback/teacher/hub/formgrader.py).
+# браузер открывается сразу на formgrader, адрес с токеном печатается (feedback/teacher/commands/formgrader.py).
 formgrader: $(STAMP)
-	$(BIN)/python -m feedback.teacher.hub.formgrader
+	$(BIN)/python -m feedback.teacher.commands.formgrader
 
 # Отчёты для учащихся заново — после ручной проверки в formgrader (ничего не выполняет); курс
 # на JupyterHub — ещё и выдача готовых отчётов через exchange (nbgrader release_feedback).
 feedback: $(STAMP)
-	$(BIN)/python -m feedback.teacher.pages.reports
+	$(BIN)/python -m feedback.teacher.commands.feedback
 	$(BIN)/python -m feedback.teacher.commands.hub feedback
 
 # Курс на JupyterHub (docs/teaching.md, «Курс на JupyterHub»): make hub ROSTER=students.csv
@@ -212,21 +212,21 @@ collect: $(STAMP)
 # Таблицы оценок из базы и сводка summary.html заново — после ручной проверки в formgrader (то же
 # делают make feedback и make export).
 summary: $(STAMP)
-	$(BIN)/python -m feedback.teacher.pages.analytics
+	$(BIN)/python -m feedback.teacher.commands.summary
 
 # Оценки для Moodle: .course-work/export/moodle_grades.csv («Импорт оценок → CSV-файл»), отчёты —
 # export/<лаб>_feedback_files.zip («Загрузить несколько файлов с отзывами в ZIP»); с
 # ведомостью задания — её заполненная копия: make export WORKSHEET=ведомость.csv LAB=7.2
 export: $(STAMP)
-	$(BIN)/python -m feedback.teacher.lms.export $${WORKSHEET:+--worksheet="$$WORKSHEET"} \
+	$(BIN)/python -m feedback.teacher.commands.export $${WORKSHEET:+--worksheet="$$WORKSHEET"} \
 		$${LAB:+--lab="$$LAB"}
 
 # Публичная копия для учащихся без solutions/ и тестов: make public DEST=../course7-public
 public: $(STAMP)
-	$(BIN)/python -m feedback.teacher.course.public $${DEST:+-- "$$DEST"}
+	$(BIN)/python -m feedback.teacher.commands.public $${DEST:+-- "$$DEST"}
 
 check-notebooks: $(STAMP)
-	$(BIN)/python -m feedback.teacher.course.release --check
+	$(BIN)/python -m feedback.teacher.commands.release --check
 
 # Опыты лабораторных с памятью (7.3 float32, 7.5 батч 1, 7.6 батч 8 и 1 × 8, 7.1 генерация) на
 # настоящей архитектуре Gemma 3 со случайными весами, каждый в своём процессе с памятью T4 и сроком;

@@ -39,8 +39,8 @@ c.GenerateAssignment.preprocessors = [
     for preprocessor in GenerateAssignment.class_traits()["preprocessors"].default()
 ]
 
-# Работы оценивает make grade (feedback.teacher.grading.grade): каждую в своей песочнице, а вердикты
-# выносит вне неё. Встроенный nbgrader autograde выполнил бы код учащихся без изоляции.
+# Работы оценивает make grade (feedback.teacher.commands.grade): каждую в своей песочнице, а
+# вердикты выносит вне неё. Встроенный nbgrader autograde выполнил бы код учащихся без изоляции.
 c.Autograde.sanitize_preprocessors = [RefuseAutograde]
 
 # Отчёты для учащихся (make feedback, nbgrader generate_feedback): русские подписи, без

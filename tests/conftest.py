@@ -277,7 +277,7 @@ def lenient_checks(monkeypatch):
 
 def tree_hash(folder: Path) -> str:
     """Хэш всех файлов папки (имена и содержимое), кроме кэшей Python."""
-    from feedback.teacher.grading.grade import tree_digest
+    from feedback.teacher.grading.reference import tree_digest
 
     return tree_digest(folder).hex()
 
@@ -399,7 +399,7 @@ def fresh_work(tmp_path_factory):
     Эталоны курса — не код учащихся: без bubblewrap заготовка прогревается и без песочницы.
     """
     from feedback.teacher.core.settings import Settings
-    from feedback.teacher.grading import grade
+    from feedback.teacher.grading import grade, reference
 
     shared = _shared_temp(tmp_path_factory)
     template = shared / "registered-work"
@@ -411,7 +411,7 @@ def fresh_work(tmp_path_factory):
             if shutil.which("bwrap") is None:
                 settings = replace(settings, sandbox="none")
             run = grade.prepare(settings, jobs=2)
-            grade.warm_up(run, set(WARM_LABS), settings.workspace.cache)
+            reference.warm_up(run, set(WARM_LABS), settings.workspace.cache)
             (template / ".grading-secret").unlink()  # у каждой копии будет свой
             (template / ".ready").touch()
 

@@ -14,8 +14,10 @@
 - :mod:`~feedback.teacher.pages` — отчёты учащимся, сводка и ошибки класса;
 - :mod:`~feedback.teacher.lms` — оценки и отчёты обратно в LMS;
 - :mod:`~feedback.teacher.hub` — курс на JupyterHub и formgrader;
-- :mod:`~feedback.teacher.grading` — ``make grade``: стадии по порядку.
+- :mod:`~feedback.teacher.grading` — ``make grade``: стадии по порядку;
+- :mod:`~feedback.teacher.commands` — команды: по модулю на цель make.
 
-Процессы оценивания запускаются без ``rfc3987_syntax`` (:mod:`feedback.teacher.unit.lean`),
-остальные (formgrader) — как обычно.
+Процессы оценивания запускаются без ``rfc3987_syntax``: их входы (команда ``make grade``,
+процесс единицы) явно зовут :func:`feedback.teacher.unit.lean.forbid_iri_grammars`; остальные
+(formgrader) — как обычно.
 """

@@ -60,17 +60,17 @@ def test_every_path_variable_reaches_the_program_as_one_argument(fake_venv, name
     venv, calls = fake_venv
     grade = _make(venv, calls, "grade", SUBMISSIONS=name, ROSTER=name, JOBS="2")
     assert grade == [
-        ["-m", "feedback.teacher.grading.grade", "--jobs=2", f"--roster={name}", "--", name]
+        ["-m", "feedback.teacher.commands.grade", "--jobs=2", f"--roster={name}", "--", name]
     ]
     export = _make(venv, calls, "export", WORKSHEET=name, LAB=name)
     assert export[0] == [
         "-m",
-        "feedback.teacher.lms.export",
+        "feedback.teacher.commands.export",
         f"--worksheet={name}",
         f"--lab={name}",
     ]
     assert _make(venv, calls, "public", DEST=name) == [
-        ["-m", "feedback.teacher.course.public", "--", name]
+        ["-m", "feedback.teacher.commands.public", "--", name]
     ]
     assert _make(venv, calls, "hub-release", LAB=name) == [
         ["-m", "feedback.teacher.commands.hub", "release", "--", name]
@@ -80,5 +80,5 @@ def test_every_path_variable_reaches_the_program_as_one_argument(fake_venv, name
 @pytest.mark.skipif(shutil.which("make") is None, reason="нет make")
 def test_without_variables_the_program_gets_no_empty_arguments(fake_venv):
     venv, calls = fake_venv
-    assert _make(venv, calls, "grade") == [["-m", "feedback.teacher.grading.grade"]]
-    assert _make(venv, calls, "public") == [["-m", "feedback.teacher.course.public"]]
+    assert _make(venv, calls, "grade") == [["-m", "feedback.teacher.commands.grade"]]
+    assert _make(venv, calls, "public") == [["-m", "feedback.teacher.commands.public"]]

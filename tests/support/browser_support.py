@@ -180,7 +180,7 @@ def formgrader_server(
 def course_formgrader(
     work_dir: Path, grading_dir: Path, timeout: float = 60
 ) -> Iterator[LabServer]:
-    """Запускает ``make formgrader`` (``python -m feedback.teacher.hub.formgrader``) без браузера.
+    """Запускает ``make formgrader`` (``-m feedback.teacher.commands.formgrader``) без браузера.
 
     Адрес с токеном берётся из того, что команда печатает преподавателю. Настройки JupyterLab
     и runtime — во временной ``work_dir``, ``COURSE7_GRADING_DIR`` — папка оценивания.
@@ -197,7 +197,7 @@ def course_formgrader(
     command = [
         sys.executable,
         "-m",
-        "feedback.teacher.hub.formgrader",
+        "feedback.teacher.commands.formgrader",
         "--no-browser",
         f"--port={port}",
     ]

@@ -1,7 +1,7 @@
 """Что передают друг другу стадии оценивания: задание единицы, её результат, итог задания.
 
 :class:`Job` (что оценить) собирает родительский процесс
-(:func:`feedback.teacher.grading.grade.job_for`),
+(:func:`feedback.teacher.grading.run.job_for`),
 единица (:mod:`feedback.teacher.unit.pipeline`) возвращает :class:`UnitResult` с
 :class:`TaskOutcome`
 по каждой ячейке-тесту, а читают его база оценок, отчёты, таблицы, прогрев и строка хода

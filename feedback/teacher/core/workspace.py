@@ -40,6 +40,7 @@ class Workspace:
     # ------------------------------------------------------------------ имена в папке
     GRADEBOOK: ClassVar[str] = "gradebook.db"
     LOCK: ClassVar[str] = ".grading.lock"
+    GRADING_SECRET: ClassVar[str] = ".grading-secret"
     SCORES: ClassVar[str] = "scores.json"
     SCORES_START: ClassVar[str] = "scores-start.json"
     SOURCES: ClassVar[str] = "sources.json"
@@ -109,6 +110,11 @@ class Workspace:
     def lock(self) -> Path:
         """Замок: одновременно в папке идёт один make grade."""
         return self.folder / self.LOCK
+
+    @property
+    def grading_secret(self) -> Path:
+        """Секрет курса для случаев оценивания (0600): один на папку, учащимся не виден."""
+        return self.folder / self.GRADING_SECRET
 
     @property
     def scores(self) -> Path:

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -52,7 +51,7 @@ def _timed_command(folder: Path, jobs: int = 1, **env: str) -> float:
     """``make grade`` на папке в отдельном процессе — со стартом Python и импортами."""
     started = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "feedback.teacher.grading.grade", str(folder), "--jobs", str(jobs)],
+        [sys.executable, "-m", "feedback.teacher.commands.grade", str(folder), "--jobs", str(jobs)],
         check=True,
         capture_output=True,
         env={**os.environ, **env},
@@ -254,26 +253,3 @@ def table(rows: list[tuple[str, str]]) -> str:
     lines = [f"| {'Что измерено'.ljust(width)} | Значение |", f"|{'-' * (width + 2)}|----------|"]
     lines += [f"| {name.ljust(width)} | {value} |" for name, value in rows]
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cpu-lab", default="lab_7_2_training_flops")
-    parser.add_argument(
-        "--gpu-labs",
-        default="lab_7_5_bfloat16_lora,lab_7_6_gradient_accumulation",
-        help="GPU-лабораторные через запятую",
-    )
-    parser.add_argument(
-        "--submissions", type=int, default=8, help="работ CPU-лабораторной (и класс вдвое больше)"
-    )
-    parser.add_argument("--gpu-submissions", type=int, default=3, help="то же для GPU-лабораторных")
-    args = parser.parse_args(argv)
-    gpu_labs = [lab for lab in args.gpu_labs.split(",") if lab]
-    rows = measure(args.cpu_lab, gpu_labs, args.submissions, args.gpu_submissions)
-    print(table(rows + group_times()))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

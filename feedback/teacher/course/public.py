@@ -1,6 +1,6 @@
 """Публичная копия курса для учащихся: всё, кроме решений и инструментов преподавателя.
 
-``make public DEST=../course7-public`` (или ``python -m feedback.teacher.course.public ПАПКА``)
+``make public DEST=../course7-public`` (:mod:`feedback.teacher.commands.public`)
 складывает в папку пакет проверок, тетрадки учащихся и то, что нужно для их установки.
 ``solutions/`` (эталоны и критерии ручной проверки), тесты и рабочая папка оценивания
 остаются в закрытом репозитории преподавателя.
@@ -13,10 +13,8 @@ README.md в копии — только для учащихся: части м�
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
-import sys
 from pathlib import Path
 
 from feedback.teacher.course.release import ROOT
@@ -63,20 +61,3 @@ def export(destination: Path, root: Path = ROOT) -> list[Path]:
             continue
         copied.append(target)
     return copied
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("destination", type=Path, help="новая папка для публичной копии")
-    args = parser.parse_args(argv)
-    try:
-        export(args.destination)
-    except FileExistsError as error:
-        print(error, file=sys.stderr)
-        return 2
-    print(f"Публичная копия курса: {args.destination} (без solutions/ и тестов)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

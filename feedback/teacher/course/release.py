@@ -6,16 +6,14 @@
 2. ``nbgrader generate_assignment`` делает из них тетрадки учащихся в notebooks/:
    решения заменены русскими заглушками, скрытые тесты убраны, выводов нет.
 
-``python -m feedback.teacher.course.release --check`` ничего не меняет и завершается с
+``make check-notebooks`` (:mod:`feedback.teacher.commands.release`) ничего не меняет и завершается с
 ошибкой, если notebooks/ или значки устарели (это же проверяет тест).
 """
 
 from __future__ import annotations
 
-import argparse
 import filecmp
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,7 +21,7 @@ import tomllib
 from pathlib import Path
 
 from feedback.teacher.core.labs import course_labs
-from feedback.teacher.core.settings import NOTEBOOKS, ROOT
+from feedback.teacher.core.settings import ROOT
 from feedback.teacher.notebook.assemble import cell_source
 
 PACKAGE = "course7-feedback"
@@ -195,28 +193,3 @@ def _differences(comparison: filecmp.dircmp, where: Path) -> list[str]:
     for name, sub in comparison.subdirs.items():
         problems += _differences(sub, where / name)
     return problems
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="только проверить, ничего не меняя")
-    args = parser.parse_args(argv)
-    if args.check:
-        problems = stale_notebooks()
-        for problem in problems:
-            print(problem)
-        if problems:
-            print("Выполните `make notebooks` и закоммитьте результат.")
-        return 1 if problems else 0
-    stamp_sources()
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp) / "notebooks"
-        generate(fresh)
-        shutil.rmtree(NOTEBOOKS, ignore_errors=True)
-        shutil.copytree(fresh, NOTEBOOKS)
-    print(f"Тетрадки учащихся обновлены: {NOTEBOOKS.relative_to(ROOT)}/")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,14 +16,10 @@ Formgrader включено «Allow local nbgrader config file»: он чита�
 
 from __future__ import annotations
 
-import argparse
 import os
-import secrets
 import socket
 import sys
 from pathlib import Path
-
-from feedback.teacher.core.settings import ROOT
 
 #: Расширение сервера nbgrader со страницами formgrader.
 EXTENSION = "nbgrader.server_extensions.formgrader"
@@ -80,26 +76,3 @@ def environment(token: str, base: dict[str, str] | None = None) -> dict[str, str
 
 def url(port: int, token: str) -> str:
     return f"http://{HOST}:{port}{START_PAGE}?token={token}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="formgrader курса 7 для ручной проверки.")
-    parser.add_argument("--port", type=int, default=None, help="порт (по умолчанию свободный)")
-    parser.add_argument("--no-browser", action="store_true", help="не открывать браузер")
-    args = parser.parse_args(argv)
-    port = args.port or free_port()
-    token = secrets.token_hex(24)
-    print(f"formgrader: {url(port, token)}", flush=True)
-    print(
-        "Браузер откроется сам; JupyterLab — тот же адрес с /lab вместо /formgrader (меню "
-        "Nbgrader → Formgrader). Остановить — Ctrl+C.",
-        flush=True,
-    )
-    parts = command(ROOT, port, open_browser=not args.no_browser)
-    os.chdir(ROOT)
-    os.execve(parts[0], parts, environment(token))
-    return 0  # сюда execve не возвращается
-
-
-if __name__ == "__main__":
-    sys.exit(main())

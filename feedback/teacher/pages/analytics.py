@@ -15,7 +15,7 @@
 
 Всё читается из рабочей папки (таблицы, выпуски, autograded/, база оценок), поэтому
 сводка охватывает и работы прежних запусков, а пересчитать её можно отдельно:
-``python -m feedback.teacher.pages.analytics``.
+:mod:`feedback.teacher.commands.summary`.
 """
 
 from __future__ import annotations
@@ -407,25 +407,3 @@ def refresh(work: Path) -> Path | None:
         )
         return None
     return summary
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``make summary``: таблицы оценок из базы (после formgrader), похожие ответы и сводка."""
-    from feedback.teacher.core.settings import work_dir
-    from feedback.teacher.records import gradebook
-
-    args = sys.argv[1:] if argv is None else argv
-    work = Path(args[0]).resolve() if args else work_dir()
-    if not (work / "gradebook.db").is_file():
-        print(f"Сводки нет: в {work} нет базы оценок — сначала make grade.", file=sys.stderr)
-        return 2
-    gradebook.export(work)
-    written = after_grading(work)
-    print(f"Похожие ответы: {written.similar}")
-    print(f"К следующей лекции: {written.notes}")
-    print(f"Сводка для преподавателя: {written.summary} ({written.seconds:.1f} с)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

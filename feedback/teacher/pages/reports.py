@@ -19,7 +19,6 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
 from feedback.teacher.core import files
-from feedback.teacher.core.settings import work_dir
 from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.pages import TEMPLATES
 from feedback.teacher.pages.preprocessors import ReportCleanup, ReportGrades
@@ -133,27 +132,3 @@ def rewrite_all(workspace: Workspace) -> list[Path]:
     for path in sorted(workspace.autograded.glob("*/*/*.ipynb")):
         written.append(writer.write(path.parent.parent.name, path.parent.name, path))
     return written
-
-
-def main() -> int:
-    """Отчёты, таблицы оценок и сводка заново: после ручной проверки в formgrader меняются все."""
-    from feedback.teacher.pages import analytics
-    from feedback.teacher.records import gradebook
-
-    work = work_dir()
-    workspace = Workspace(work)
-    written = rewrite_all(workspace)
-    print(f"Отчёты обновлены: {len(written)} (в {workspace.feedback_reports})")
-    if workspace.has_gradebook:
-        grades, by_task = gradebook.export(work)
-        print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
-        summary = analytics.refresh(work)
-        if summary is not None:
-            print(f"Сводка для преподавателя обновлена: {summary}")
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())

@@ -12,7 +12,8 @@ from pathlib import Path
 from feedback.settings import GRADING_CACHE
 
 # Настройки кэша компиляции JAX — с другими переменными сторонних библиотек в feedback/settings.py;
-# ядра оценивания берут их отсюда, make test — командой ``python -m feedback.teacher.unit.caches``.
+# ядра оценивания берут их отсюда, make test — командой
+# :mod:`feedback.teacher.commands.caches`.
 from feedback.settings import JAX_COMPILATION_CACHE_ENV as JAX_COMPILATION_CACHE_ENV
 
 CACHE_ENV = GRADING_CACHE.name
@@ -34,13 +35,3 @@ def tiny_model_cache(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     tiny_preset_path(cache_dir=root, isolated=True, reuse_from=default_cache_dir())
     return root
-
-
-def main() -> None:
-    """``python -m feedback.teacher.unit.caches`` — настройки кэша JAX строкой ``ИМЯ=значение
-    …``."""
-    print(" ".join(f"{name}={value}" for name, value in JAX_COMPILATION_CACHE_ENV.items()))
-
-
-if __name__ == "__main__":
-    main()

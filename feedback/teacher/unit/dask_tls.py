@@ -5,7 +5,7 @@
 пользователь этой или соседней машины, сервер JupyterHub учащихся. Он выполнит свой код на
 рабочем от имени оценивания — подменит его, прочитает все работы, перепишет баллы. Поэтому:
 
-* ``python -m feedback.teacher.unit.dask_tls certs`` (``make dask-certs``) выпускает свой
+* ``python -m feedback.teacher.commands.dask_certs certs`` (``make dask-certs``) выпускает свой
   удостоверяющий центр курса и два сертификата, подписанных им: ``node`` — планировщику и
   рабочим, ``client`` — оцениванию у преподавателя. Папка — только для владельца (0700),
   ключи — 0600. Ключ самого центра нигде не сохраняется: новый сертификат — это новый
@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import shutil
@@ -33,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from feedback.settings import SettingError
 from feedback.teacher.core.settings import Settings
 
 #: Файлы папки сертификатов курса.
@@ -303,33 +301,3 @@ def commands(folder: Path) -> str:
         "У вас:\n"
         "  make grade SCHEDULER=tls://ПЛАНИРОВЩИК:8786"
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Сертификаты Dask курса 7 (TLS).")
-    sub = parser.add_subparsers(dest="command", required=True)
-    certs = sub.add_parser(
-        "certs", help="выпустить центр курса и сертификаты планировщика, рабочих и оценивания"
-    )
-    certs.add_argument(
-        "--replace",
-        action="store_true",
-        help="заменить уже выпущенные (прежние на планировщике и рабочих перестанут подходить)",
-    )
-    args = parser.parse_args(argv)
-    try:
-        folder = Settings.from_env().workspace.dask_certs
-        issued = issue(folder, replace=args.replace)
-    except (DaskRefused, SettingError) as error:
-        print(f"Сертификаты не выпущены: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"Сертификаты не выпущены: {error.strerror} ({error.filename})", file=sys.stderr)
-        return 2
-    print(f"Сертификаты курса: {issued.folder} (действуют до {issued.expires:%d.%m.%Y}).")
-    print(commands(issued.folder))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Процесс оценивания без ``rfc3987_syntax``: импорт этого модуля ставит запрет.
+"""Процесс оценивания без ``rfc3987_syntax``: :func:`forbid_iri_grammars`, первым делом процесса.
 
 jsonschema (его импортирует nbformat) подхватывает ``rfc3987_syntax``, если он установлен
 (его ставит ``jsonschema[format-nongpl]`` для jupyter-events), ради проверки формата «iri»,
@@ -7,16 +7,19 @@ jsonschema (его импортирует nbformat) подхватывает ``r
 на ``make bench`` по процессу на замер (python-jsonschema/jsonschema#1428, rfc3987-syntax
 1.1.0 — последняя версия).
 
-Запрет нужен только процессам оценивания, и ставят его только они: этот модуль первым
-импортируют :mod:`feedback.teacher.grading.grade` (``make grade``, ``make bench`` — по процессу на
-замер) и :mod:`feedback.teacher.unit.pipeline` (шаблон единиц и единица на рабочем Dask).
-formgrader,
-``make feedback`` и остальные процессы, которые импортируют пакет, его не получают: там
-jupyter-events проверяет свои схемы как обычно. Ставить запрет надо до импорта nbformat:
-jsonschema ищет пакет один раз, при своём импорте (поэтому в тестах, где nbformat уже
-импортировали модули pytest, он ничего не меняет).
+Запрет нужен только процессам оценивания, и ставят его только их входы, явным вызовом до
+всех прочих импортов: команда :mod:`feedback.teacher.commands.grade` (``make grade``,
+``make bench`` — по процессу на замер) и вход процесса единицы
+:mod:`feedback.teacher.unit.process` (шаблон единиц и единица на рабочем Dask). Импорт
+модулей пакета запрета не ставит: formgrader, ``make feedback`` и остальные процессы
+проверяют схемы jupyter-events как обычно. Вызывать надо до импорта nbformat: jsonschema
+ищет пакет один раз, при своём импорте (поэтому в тестах, где nbformat уже импортировали
+модули pytest, вызов ничего не меняет).
 """
 
 import sys
 
-sys.modules.setdefault("rfc3987_syntax", None)  # import даст ImportError, jsonschema его ждёт
+
+def forbid_iri_grammars() -> None:
+    """Запрещает в этом процессе импорт ``rfc3987_syntax``: jsonschema получит ImportError."""
+    sys.modules.setdefault("rfc3987_syntax", None)

@@ -7,8 +7,8 @@
 ячейкам-тестам, проблемы и находки для ручной проверки, замеры. Базу оценок, чужие работы
 и solutions/ она не видит: всё это остаётся у родительского процесса
 (:mod:`feedback.teacher.grading.grade`), который и сливает результаты. Поэтому единицу можно
-выполнить в отдельном процессе (``python -m feedback.teacher.unit.pipeline задание.json
-результат.json``, оба — JSON) или на другой машине.
+выполнить в отдельном процессе (``python -m feedback.teacher.unit.process задание.json
+результат.json``, оба — JSON, :mod:`feedback.teacher.unit.process`) или на другой машине.
 
 Четыре шага :func:`run_unit`: :func:`plan` (сборка, разбор кода, случаи, зонды),
 :func:`execute_plan` (песочница), :func:`judge` (вердикты вне песочницы) и
@@ -17,17 +17,11 @@
 
 from __future__ import annotations
 
-# Первым, до nbformat: процесс оценивания без rfc3987_syntax (см. модуль).
-from feedback.teacher.unit import lean  # noqa: F401
-
-# isort: split
-
 import copy
 import json
 import random
 import secrets
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -379,7 +373,7 @@ def rubrics(source: Path) -> dict[str, dict[str, Any]]:
     Это области решения ``### BEGIN SOLUTION`` … ``### END SOLUTION`` ячеек, которые
     оцениваются вручную (образец ответа и «Критерии для преподавателя»); в выпуске они
     заменены заглушкой. Читает их родительский процесс
-    (:func:`feedback.teacher.grading.grade.job_for`):
+    (:func:`feedback.teacher.grading.run.job_for`):
     сама единица solutions/ не видит. ``own_run`` — ответ опирается на собственный запуск
     учащегося (в критериях есть абзац :data:`OWN_RUN_MARK`).
     """
@@ -465,18 +459,3 @@ def unassessed(
         problems=[f"Работа не оценена: {problem}."],
         assessed=False,
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("использование: python -m feedback.teacher.unit.pipeline задание.json результат.json")
-        return 2
-    job = Job.from_json(json.loads(Path(args[0]).read_text(encoding="utf-8")))
-    result = run_unit(job)
-    Path(args[1]).write_text(json.dumps(result.to_json(), ensure_ascii=False), encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

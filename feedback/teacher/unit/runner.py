@@ -38,13 +38,14 @@ from feedback.teacher.unit.dask_tls import Cluster
 from feedback.teacher.unit.pipeline import failed_result
 
 #: Что процесс-шаблон импортирует заранее: единицу и всё, что импортирует
-#: :mod:`feedback.teacher.grading.grade`, — но не сам этот модуль. Под ``python -m
-#: feedback.teacher.grading.grade`` (``make grade``) multiprocessing в каждом процессе единицы
-# заново
-#: выполняет главный модуль родителя под именем ``__mp_main__``, и если модуль с тем же именем
-#: уже импортирован, runpy печатает английское RuntimeWarning — по одному на каждую работу.
+#: :mod:`feedback.teacher.commands.grade`, — но не сам этот модуль. Под ``python -m
+#: feedback.teacher.commands.grade`` (``make grade``) multiprocessing в каждом процессе
+#: единицы заново выполняет главный модуль родителя под именем ``__mp_main__``, и если модуль
+#: с тем же именем уже импортирован, runpy печатает английское RuntimeWarning — по одному на
+#: каждую работу.
 #: С зависимостями, импортированными здесь, это повторное выполнение стоит миллисекунды.
 PRELOAD = [
+    "feedback.teacher.unit.process",  # первым: запрет грамматик IRI до nbformat (unit.lean)
     "feedback.teacher.unit.pipeline",
     "feedback.teacher.records.gradebook",
     "feedback.teacher.pages.reports",
@@ -69,7 +70,7 @@ def _unit_entry(job_file: str, result_file: str, log_file: str) -> None:
     log = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    from feedback.teacher.unit.pipeline import main
+    from feedback.teacher.unit.process import main
 
     raise SystemExit(main([job_file, result_file]))
 
@@ -107,7 +108,7 @@ def _finished(job_file: Path, result_file: Path, log_file: Path, timeout: float)
 
     Обычно процесс порождается от прогретого шаблона. Внутри процесса-демона (так
     работают рабочие Dask) порождать процессы через multiprocessing нельзя — тогда
-    запускается обычный ``python -m feedback.teacher.unit.pipeline``.
+    запускается обычный ``python -m feedback.teacher.unit.process``.
     """
     arguments = (str(job_file), str(result_file), str(log_file))
     if not multiprocessing.current_process().daemon:
@@ -120,7 +121,7 @@ def _finished(job_file: Path, result_file: Path, log_file: Path, timeout: float)
             return False
         return True
     with open(log_file, "wb") as log:
-        command = [sys.executable, "-m", "feedback.teacher.unit.pipeline", *arguments[:2]]
+        command = [sys.executable, "-m", "feedback.teacher.unit.process", *arguments[:2]]
         child = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
         try:
             child.wait(timeout)

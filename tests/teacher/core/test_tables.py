@@ -287,9 +287,9 @@ def test_console_lines_carry_no_control_characters():
     make grade."""
     from feedback.teacher.core.console import safe_console
     from feedback.teacher.core.results import TaskOutcome, UnitResult
-    from feedback.teacher.grading import grade
+    from feedback.teacher.grading import messages
 
     assert safe_console("Иванов · 7.2: 2 из 2 (1,5 с)") == "Иванов · 7.2: 2 из 2 (1,5 с)"
     assert safe_console("a\x1b[2Jb\nВсё собрано\u202e") == "a\\x1b[2Jb\\nВсё собрано\\u202e"
     result = UnitResult("x\x1b]0;t\x07", "lab", {}, {"a": TaskOutcome(1, 1)})
-    assert grade.progress_line(1, 1, result) == "[1/1] x\\x1b]0;t\\x07 · lab: 1 из 1"
+    assert messages.progress_line(1, 1, result) == "[1/1] x\\x1b]0;t\\x07 · lab: 1 из 1"

@@ -13,10 +13,12 @@ import nbformat
 import pytest
 
 from feedback.teacher.core.results import TaskOutcome, UnitResult
-from feedback.teacher.core.settings import Settings
+from feedback.teacher.core.settings import PACKAGE, Settings
 from feedback.teacher.core.tables import CaseRow, Problem, ReviewRow, TimingRow
-from feedback.teacher.grading import grade
-from feedback.teacher.grading.grade import PACKAGE, SetupError, collect, reference_version
+from feedback.teacher.grading import messages, reference
+from feedback.teacher.grading.grade import collect
+from feedback.teacher.grading.reference import reference_version
+from feedback.teacher.grading.run import SetupError
 from feedback.teacher.intake.uploads import Submission
 from feedback.teacher.records import class_tables
 from feedback.teacher.records.class_tables import ClassTables
@@ -50,10 +52,17 @@ def test_the_real_package_is_the_feedback_package():
 
 
 @pytest.mark.slow  # процессы Python с импортом nbformat и nbgrader
-def test_grading_does_not_build_iri_grammars_at_import():
-    """rfc3987_syntax строит грамматики Lark 1,5 с и оцениванию не нужен; проверка схемы — да."""
+@pytest.mark.parametrize(
+    "entry", ["feedback.teacher.commands.grade", "feedback.teacher.unit.process"]
+)
+def test_grading_does_not_build_iri_grammars_at_import(entry):
+    """rfc3987_syntax строит грамматики Lark 1,5 с и оцениванию не нужен; проверка схемы — да.
+
+    Входы процессов оценивания — команда make grade и процесс единицы — ставят запрет сами,
+    первым делом (feedback.teacher.unit.lean).
+    """
     probe = (
-        "import sys, feedback.teacher.grading.grade, nbformat\n"
+        f"import sys, {entry}, nbformat\n"
         "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')])\n"
         "nbformat.validate(nb)\n"
         "bad = nbformat.from_dict({**nb, 'cells': [{'cell_type': 'code'}]})\n"
@@ -68,10 +77,15 @@ def test_grading_does_not_build_iri_grammars_at_import():
 
 @pytest.mark.slow  # процессы Python с импортом nbformat и nbgrader
 def test_only_grading_processes_go_without_rfc3987_syntax():
-    """formgrader (nbgrader_config.py: препроцессоры, отчёты) пакет не запрещает."""
+    """formgrader (nbgrader_config.py: препроцессоры, отчёты) пакет не запрещает.
+
+    Запрет — явный вызов входов процессов оценивания, а не побочное действие импорта: и сами
+    модули оценивания его не ставят.
+    """
     probe = (
         "import sys, feedback.teacher, feedback.teacher.pages.preprocessors, "
-        "feedback.teacher.pages.reports\n"
+        "feedback.teacher.pages.reports, feedback.teacher.grading.grade, "
+        "feedback.teacher.unit.pipeline\n"
         "print('rfc3987_syntax' in sys.modules and sys.modules['rfc3987_syntax'] is None)\n"
     )
     result = subprocess.run(
@@ -155,18 +169,18 @@ def test_the_console_says_how_many_works_were_graded_and_how_many_were_not():
         Problem("kozlov", LAB2, "kozlov/a.ipynb", "у учащегося несколько файлов"),
         Problem("kozlov", LAB2, "kozlov/b.ipynb", "у учащегося несколько файлов"),
     ]
-    assert grade.count_line(works(5), broken) == (
+    assert messages.count_line(works(5), broken) == (
         "Оценено: 5 работ; не оценено: 3 файла — почему, сказано в problems.csv."
     )
-    assert grade.count_line(works(1), broken[:1]) == (
+    assert messages.count_line(works(1), broken[:1]) == (
         "Оценено: 1 работа; не оценено: 1 файл — почему, сказано в problems.csv."
     )
-    assert grade.count_line(works(0), broken) == (
+    assert messages.count_line(works(0), broken) == (
         "Оценено: 0 работ; не оценено: 3 файла — почему, сказано в problems.csv."
     )
     # тёзки: работа оценена, но строка о ней в problems.csv есть
     namesake = Problem("s1_301", LAB2, f"s1/{LAB2}.ipynb", "участника с именем")
-    assert grade.count_line(works(2), [namesake]) == (
+    assert messages.count_line(works(2), [namesake]) == (
         "Оценено: 2 работы; неоценённых файлов нет; об оценённых там же 1 строка."
     )
 
@@ -182,23 +196,23 @@ def test_the_progress_line_says_how_many_points_the_teacher_still_gives():
         and cell.metadata.get("nbgrader", {}).get("grade")
         and not cell.metadata.nbgrader.get("solution")
     }
-    manual = grade.manual_points(nb)
+    manual = messages.manual_points(nb)
     # 7.4 — 13 баллов (docs/teaching.md): 5 ставит автопроверка, 8 — преподаватель
     assert (sum(t.points for t in automatic.values()), manual) == (5, 8)
     result = UnitResult("иванов_иван", LAB4, nb, automatic, wall_seconds=2.46)
-    assert grade.progress_line(4, 5, result, manual) == (
+    assert messages.progress_line(4, 5, result, manual) == (
         "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 5 из 5, ещё 8 — вручную (2,5 с)"
     )
     # Сколько ждёт именно эта работа после записи: оценённое и не изменившееся — не в счёт.
-    assert grade.progress_line(4, 5, result, manual, pending=1) == (
+    assert messages.progress_line(4, 5, result, manual, pending=1) == (
         "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 5 из 5, ещё 1 — вручную (2,5 с)"
     )
-    assert grade.progress_line(4, 5, result, manual, pending=0) == (
+    assert messages.progress_line(4, 5, result, manual, pending=0) == (
         "[4/5] иванов_иван · lab_7_4_gpu_memory: автопроверка: 5 из 5, ручной оценки не ждёт "
         "(2,5 с)"
     )
     halves = {"a": TaskOutcome(0.5, 1.5)}
-    assert grade.progress_line(1, 1, UnitResult("x", LAB2, nb, halves), 0) == (
+    assert messages.progress_line(1, 1, UnitResult("x", LAB2, nb, halves), 0) == (
         "[1/1] x · lab_7_2_training_flops: 0,5 из 1,5"
     )
 
@@ -215,13 +229,13 @@ def test_the_reference_warm_up_speaks_before_it_starts_and_when_done(tmp_path, m
         for job in jobs:
             on_result(UnitResult("эталон", job.lab, {}, {"t": TaskOutcome(1, 1, passed=True)}))
 
-    monkeypatch.setattr(grade, "run_local", run_local)
-    monkeypatch.setattr(grade, "with_template", lambda job, templates: job)
+    monkeypatch.setattr(reference, "run_local", run_local)
+    monkeypatch.setattr(reference, "with_template", lambda job, templates: job)
     lab = "lab_7_5_bfloat16_lora"
     pending = {lab: (SimpleNamespace(lab=lab, gpu=True), tmp_path / "stamp")}
-    settings = SimpleNamespace(workspace=SimpleNamespace(units=tmp_path / "units"))
-    run = SimpleNamespace(jobs=1, settings=settings)
-    grade.warm_up(run, {lab}, tmp_path, {}, pending)
+    workspace = SimpleNamespace(units=tmp_path / "units")
+    run = SimpleNamespace(jobs=1, settings=SimpleNamespace(workspace=workspace))
+    reference.warm_up(run, {lab}, tmp_path, {}, pending)
     assert seen_before_run == [
         f"… проверяю эталонное решение {lab} в песочнице (раз на версию; GPU-лабораторная, "
         "крошечная модель — до минуты)…"

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from corpus import LAB2, LAB4
 
+from feedback.teacher.commands import grade as command
 from feedback.teacher.core.settings import Settings
 from feedback.teacher.grading import grade as grading
 
@@ -248,7 +249,7 @@ def test_lms_zip_archive_is_collected_and_graded(tmp_path, monkeypatch, sandbox,
             start = raw.find(signature, start + 1)
     archive.write_bytes(bytes(raw))
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(fresh_work(tmp_path / "work")))
-    assert grading.main([str(archive), "--jobs", "2"]) == 0  # одна битая запись — не повод
+    assert command.main([str(archive), "--jobs", "2"]) == 0  # одна битая запись — не повод
     rows = read_csv(tmp_path / "work" / "grades.csv")
     scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}
     assert scores[("ivanov_1234", LAB2)] == 4
@@ -297,7 +298,7 @@ def test_a_windows_zip_without_the_utf8_flag_is_graded_by_name(
         },
         "cp866",
     )
-    assert grading.main([str(archive), "--jobs", "1"]) == 0
+    assert command.main([str(archive), "--jobs", "1"]) == 0
     console = capsys.readouterr().err
     assert (
         "иванов_иван · lab_7_2_training_flops: автопроверка: 4 из 4, ручной оценки не ждёт"
@@ -328,7 +329,7 @@ def test_a_windows_zip_without_the_utf8_flag_is_graded_by_name(
         {f"Иванов Иван_7_assignsubmission_file_/{LAB4}.ipynb": b"", "Untitled.ipynb": b"{}"},
         "utf-8",
     )
-    assert grading.main([str(nothing), "--jobs", "1"]) == 1
+    assert command.main([str(nothing), "--jobs", "1"]) == 1
     console = capsys.readouterr()
     assert "Оценено: 0 работ; не оценено: 2 файла" in console.err
     assert "Оценивание прошло впустую: ни одна работа не оценена" in console.err
@@ -353,11 +354,11 @@ def test_teacher_budgets_come_from_the_environment():
 
 def test_setup_errors_exit_with_code_2(tmp_path, monkeypatch, fresh_work):
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(fresh_work(tmp_path / "work")))
-    assert grading.main([str(tmp_path / "нет такой папки")]) == 2
+    assert command.main([str(tmp_path / "нет такой папки")]) == 2
     monkeypatch.setattr("feedback.teacher.unit.sandbox.shutil.which", lambda name: None)
     monkeypatch.setattr("feedback.teacher.unit.sandbox.sys.platform", "linux")
     (tmp_path / "empty").mkdir()
-    assert grading.main([str(tmp_path / "empty")]) == 2
+    assert command.main([str(tmp_path / "empty")]) == 2
 
 
 VALIDATING = re.compile(r"Validating '([^']+)'")

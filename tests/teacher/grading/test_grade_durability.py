@@ -37,6 +37,7 @@ ROSTER = "id,first_name,last_name,email\nivanov,Иван,Иванов,i@x.ru\npe
 #: (``write:NAME``) или перед первой работой (``unit:1``); ``count`` печатает имена замен.
 KILLER = """
 import os, signal, sys
+from feedback.teacher.commands import grade as command
 from feedback.teacher.core import files
 from feedback.teacher.grading import grade
 
@@ -60,7 +61,7 @@ def killing_merge(*args, **kwargs):
 
 
 os.replace, grade._merge_safely = killing_replace, killing_merge
-sys.exit(grade.main(sys.argv[2:]))
+sys.exit(command.main(sys.argv[2:]))
 """
 
 #: Столбцы timings.csv, которые меняются от запуска к запуску (секунды и память).
@@ -79,7 +80,7 @@ def _grade(work: Path, folder: Path, kill: str | None = None) -> subprocess.Comp
     env = {**os.environ, "COURSE7_GRADING_DIR": str(work)}
     args = [str(folder), "--jobs", "1"]
     command = [sys.executable, "-c", KILLER, kill, *args] if kill else None
-    command = command or [sys.executable, "-m", "feedback.teacher.grading.grade", *args]
+    command = command or [sys.executable, "-m", "feedback.teacher.commands.grade", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -112,7 +113,7 @@ def test_a_run_killed_at_any_moment_and_repeated_equals_an_uninterrupted_one(
     _write(second, "Иванов Иван_205", LAB4, student_notebook(LAB4))
     env = {**os.environ, "COURSE7_GRADING_DIR": str(semester)}
     done = subprocess.run(
-        [sys.executable, "-m", "feedback.teacher.grading.grade", str(first), "--roster",
+        [sys.executable, "-m", "feedback.teacher.commands.grade", str(first), "--roster",
          str(tmp_path / "students.csv")],
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
@@ -158,7 +159,7 @@ def test_a_run_killed_at_any_moment_and_repeated_equals_an_uninterrupted_one(
 
 
 def test_an_empty_folder_is_no_works_and_exit_2(tmp_path, monkeypatch, fresh_work):
-    from feedback.teacher.grading import grade
+    from feedback.teacher.commands import grade
 
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(fresh_work(tmp_path / "work")))
     (tmp_path / "empty").mkdir()
@@ -166,12 +167,13 @@ def test_an_empty_folder_is_no_works_and_exit_2(tmp_path, monkeypatch, fresh_wor
 
 
 def test_a_second_run_in_the_same_folder_does_not_start(tmp_path, fresh_work):
-    from feedback.teacher.grading import grade
+    from feedback.teacher.core.workspace import Workspace
+    from feedback.teacher.grading.lock import grading_lock
 
     work = fresh_work(tmp_path / "work")
-    with grade.grading_lock(work):
+    with grading_lock(Workspace(work)):
         code = subprocess.run(
-            [sys.executable, "-m", "feedback.teacher.grading.grade", str(tmp_path)],
+            [sys.executable, "-m", "feedback.teacher.commands.grade", str(tmp_path)],
             env={**os.environ, "COURSE7_GRADING_DIR": str(work)},
             capture_output=True,
             text=True,
@@ -189,7 +191,7 @@ def test_a_read_only_grading_folder_is_a_russian_sentence_not_a_traceback(tmp_pa
     write_submission_at = folder / "ivanov" / LAB2 / f"{LAB2}.ipynb"
     write_submission_at.parent.mkdir(parents=True)
     write_submission_at.write_text(json.dumps(submission(LAB2)), encoding="utf-8")
-    grade = f"{sys.executable} -m feedback.teacher.grading.grade {folder}"
+    grade = f"{sys.executable} -m feedback.teacher.commands.grade {folder}"
     done = subprocess.run(
         ["unshare", "--mount", "sh", "-c", f"mount --bind -o ro {work} {work} && {grade}"],
         env={**os.environ, "COURSE7_GRADING_DIR": str(work)},

@@ -40,7 +40,7 @@ def test_a_small_mixed_class_is_graded_end_to_end(tmp_path, sandbox):
         write_submission(folder, student, lab, notebook)
     env = {**os.environ, "COURSE7_GRADING_DIR": str(work)}
     done = subprocess.run(
-        [sys.executable, "-m", "feedback.teacher.grading.grade", str(folder), "--jobs", "2"],
+        [sys.executable, "-m", "feedback.teacher.commands.grade", str(folder), "--jobs", "2"],
         env=env,
         capture_output=True,
         text=True,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from feedback.teacher.commands import formgrader as command
 from feedback.teacher.core.labs import course_labs
 from feedback.teacher.hub import formgrader
 
@@ -64,9 +65,9 @@ def test_main_prints_the_address_and_starts_that_very_server(monkeypatch, capsys
     def execve(path, args, env):
         started.update(path=path, args=args, env=env)
 
-    monkeypatch.setattr(formgrader.os, "execve", execve)
-    monkeypatch.setattr(formgrader.os, "chdir", lambda path: started.update(chdir=Path(path)))
-    formgrader.main(["--port", "8891", "--no-browser"])
+    monkeypatch.setattr(command.os, "execve", execve)
+    monkeypatch.setattr(command.os, "chdir", lambda path: started.update(chdir=Path(path)))
+    command.main(["--port", "8891", "--no-browser"])
     out = capsys.readouterr().out
     token = started["env"]["JUPYTER_TOKEN"]
     assert len(token) >= 32
@@ -90,7 +91,11 @@ def test_make_formgrader_runs_the_module():
         text=True,
         check=True,
     )
-    assert dry.stdout.strip().splitlines()[-1].endswith("python -m feedback.teacher.hub.formgrader")
+    assert (
+        dry.stdout.strip()
+        .splitlines()[-1]
+        .endswith("python -m feedback.teacher.commands.formgrader")
+    )
 
 
 # --------------------------------------------------------------------------- по-настоящему

@@ -361,9 +361,9 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
     балл. У Петровой ответ тот же — её оценка и комментарий остаются."""
     chromium = chromium_or_skip("ручная проверка и повторная сдача")
 
+    from feedback.teacher.commands import export as export_command
+    from feedback.teacher.commands import feedback as feedback_command
     from feedback.teacher.grading import grade as grading
-    from feedback.teacher.lms import export
-    from feedback.teacher.pages import reports
     from feedback.teacher.records import gradebook, ledger
 
     started = time.monotonic()
@@ -383,8 +383,8 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
         grading.grade(archive, jobs=2, roster_file=tmp_path / "students.csv")
 
     def feedback_and_export() -> dict[str, dict[str, str]]:
-        assert reports.main() == 0
-        assert export.main(["--worksheet", str(sheet), "--lab", "7.2"]) == 0
+        assert feedback_command.main([]) == 0
+        assert export_command.main(["--worksheet", str(sheet), "--lab", "7.2"]) == 0
         return _by(read_csv(Workspace(work).moodle_grades), "id")
 
     semester_step("7.2.zip", FIRST)

@@ -35,6 +35,7 @@ from corpus import CORRECT, FORWARD, LAB2, lab2
 from nbgrader.utils import parse_utc
 
 from feedback.settings import REQUIRE_BROWSER
+from feedback.teacher.commands import feedback as feedback_command
 from feedback.teacher.commands import hub as hub_command
 from feedback.teacher.core.settings import COURSE_ID, GIB, Limits, Settings
 from feedback.teacher.core.workspace import Workspace
@@ -48,7 +49,6 @@ from feedback.teacher.hub import release as hub_release
 from feedback.teacher.hub import state as hub_state
 from feedback.teacher.intake import exchange
 from feedback.teacher.lms import export
-from feedback.teacher.pages import reports
 from feedback.teacher.records import gradebook, ledger
 
 from browser_support import (
@@ -629,7 +629,7 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
     teacher_grades_the_answer(course_hub, "ivanov")
     # make feedback: отчёты и оценки заново, затем выдача отчётов через exchange.
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))
-    assert reports.main() == 0
+    assert feedback_command.main([]) == 0
     assert hub_command.main(["feedback"]) == 0
     ready = handback.hub_feedback(settings)
     assert sorted((item.student, item.problem) for item in ready) == [

@@ -22,6 +22,8 @@ import nbformat
 import pytest
 from moodle_support import download_zip, feedback_import
 
+from feedback.teacher.commands import export as export_command
+from feedback.teacher.commands import feedback as feedback_command
 from feedback.teacher.core import files, tables
 from feedback.teacher.core.results import TaskOutcome, UnitResult
 from feedback.teacher.core.settings import Settings
@@ -29,7 +31,7 @@ from feedback.teacher.core.tables import ChangeRow, LmsIdRow, Problem, TimingRow
 from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.grading import grade as grading
 from feedback.teacher.intake import roster
-from feedback.teacher.lms import export, handback
+from feedback.teacher.lms import handback
 from feedback.teacher.lms.export import fill_worksheet, join_records, moodle_grades, parse_records
 from feedback.teacher.pages import reports
 from feedback.teacher.records import class_tables, gradebook, ledger
@@ -129,7 +131,7 @@ def test_grades_csv_has_rows_only_for_submitted_works_and_parses_back(work):
 def test_make_feedback_refreshes_grades_after_manual_grading(work, capsys):
     gradebook.export(work)
     set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
-    assert reports.main() == 0
+    assert feedback_command.main([]) == 0
     rows = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
     assert rows[(LAB2, "ivanov")][9:] == ["5.0", "6.0", "0.0", "0.0"]
     assert (work / "feedback_reports" / "ivanov" / LAB2 / f"{LAB2}.html").is_file()
@@ -173,7 +175,7 @@ def test_moodle_grades_is_empty_not_zero_where_nothing_is_final(work):
 
 def test_export_command_writes_everything_and_names_strangers(work, capsys):
     gradebook.record(work, result("old_folder_id", LAB2))
-    assert export.main([]) == 0
+    assert export_command.main([]) == 0
     out = capsys.readouterr().out
     assert "old_folder_id" in out and "moodle_grades.csv" in out
     assert (Workspace(work).moodle_grades).is_file() and (work / "grades.csv").is_file()
@@ -181,11 +183,11 @@ def test_export_command_writes_everything_and_names_strangers(work, capsys):
 
 def test_export_without_a_gradebook_or_with_a_wrong_worksheet_is_exit_2(tmp_path, work, capsys):
     (tmp_path / "sheet.csv").write_text("a,b\n1,2\n", encoding="utf-8")
-    assert export.main(["--worksheet", str(tmp_path / "sheet.csv"), "--lab", "7.2"]) == 2
+    assert export_command.main(["--worksheet", str(tmp_path / "sheet.csv"), "--lab", "7.2"]) == 2
     assert "это не ведомость оценок задания Moodle" in capsys.readouterr().err
-    assert export.main(["--worksheet", str(tmp_path / "sheet.csv"), "--lab", "7.9"]) == 2
+    assert export_command.main(["--worksheet", str(tmp_path / "sheet.csv"), "--lab", "7.9"]) == 2
     (work / "gradebook.db").unlink()
-    assert export.main([]) == 2
+    assert export_command.main([]) == 2
     assert "сначала make grade" in capsys.readouterr().err
 
 
@@ -369,7 +371,7 @@ def test_feedback_zip_has_a_folder_per_learner_with_a_report_and_a_number(work, 
     target = Workspace(work).feedback_archive(LAB2)
     target.parent.mkdir(parents=True)
     target.write_bytes(b"old")
-    assert export.main([]) == 0
+    assert export_command.main([]) == 0
     out = capsys.readouterr().out
     assert f"{target} (2 отчёта)" in out
     assert "отчёт не в архиве: sidorov" in out
@@ -597,12 +599,12 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
     with gradebook._open(work) as gb:
         gb.find_comment("reflection_scaling", LAB2, LAB2, "ivanov").manual_comment = "Верно."
         gb.db.commit()
-    assert reports.main() == 0
+    assert feedback_command.main([]) == 0
     sheet = tmp_path / "sheet.csv"
     sheet.write_text(
         RUSSIAN_HEADER + '\n"Участник 101","Иван Иванов",,x,,"6,00",Да,-,-,\n', encoding="utf-8"
     )
-    assert export.main(["--worksheet", str(sheet), "--lab", "7.2"]) == 0
+    assert export_command.main(["--worksheet", str(sheet), "--lab", "7.2"]) == 0
     finished = time.monotonic()
     header, *rows = rows_of(Workspace(work).moodle_grades)
     moodle = {row[1]: dict(zip(header, row, strict=True)) for row in rows}

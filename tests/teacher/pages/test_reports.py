@@ -267,11 +267,11 @@ def test_manual_points_have_a_decimal_comma_and_blank_comments_are_no_entries(la
 
 # ------------------------------------------------------------------- что печатает make grade
 
-#: Родитель — как при ``python -m feedback.teacher.grading.grade``: главный модуль — grade. Процесс
-#: единицы порождается тем же шаблоном (forkserver), что и в оценивании.
+#: Родитель — как при ``python -m feedback.teacher.commands.grade``: главный модуль — команда.
+#: Процесс единицы порождается тем же шаблоном (forkserver), что и в оценивании.
 _UNIT_PROCESS = """
 import importlib.util, sys
-sys.modules["__main__"].__spec__ = importlib.util.find_spec("feedback.teacher.grading.grade")
+sys.modules["__main__"].__spec__ = importlib.util.find_spec("feedback.teacher.commands.grade")
 from feedback.teacher.unit import runner
 process = runner._CONTEXT.Process(target=print, args=("единица",))
 process.start()
@@ -361,7 +361,7 @@ def test_jumps_work_in_the_jupyterlab_html_viewer(lab4_work):
 @pytest.mark.slow  # настоящий make grade
 def test_unit_processes_of_make_grade_print_no_runpy_warning():
     """Каждая единица заново выполняет главный модуль родителя (multiprocessing): уже
-    импортированный шаблоном feedback.teacher.grading.grade давал английское RuntimeWarning
+    импортированный шаблоном главный модуль (команда make grade) давал английское RuntimeWarning
     runpy."""
     import subprocess
     import sys

@@ -59,10 +59,13 @@ def test_without_a_finished_build_the_cache_builds_its_own(tmp_path, monkeypatch
 
 
 def test_make_reads_the_jax_cache_settings_from_the_package(capsys):
-    from feedback.teacher.unit.caches import JAX_COMPILATION_CACHE_ENV, main
+    from feedback.teacher.commands.caches import main
+    from feedback.teacher.unit.caches import JAX_COMPILATION_CACHE_ENV
 
-    main()
+    assert main([]) == 0
     printed = dict(pair.split("=", 1) for pair in capsys.readouterr().out.split())
     assert printed == JAX_COMPILATION_CACHE_ENV
     makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text(encoding="utf-8")
-    assert "-m feedback.teacher.unit.caches" in makefile and "JAX_PERSISTENT_CACHE" not in makefile
+    assert (
+        "-m feedback.teacher.commands.caches" in makefile and "JAX_PERSISTENT_CACHE" not in makefile
+    )

@@ -26,6 +26,8 @@ from cryptography.exceptions import InvalidSignature
 from distributed import Client, LocalCluster
 from distributed.security import Security
 
+from feedback.teacher.commands import dask_certs as dask_certs_command
+from feedback.teacher.commands import grade as grade_command
 from feedback.teacher.core.settings import Settings
 from feedback.teacher.grading import grade
 from feedback.teacher.unit import dask_tls
@@ -93,15 +95,15 @@ def test_make_dask_certs_prints_the_commands_and_keeps_existing_certificates(
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv("COURSE7_DASK_CERTS", str(tmp_path / "certs"))
-    assert dask_tls.main(["certs"]) == 0
+    assert dask_certs_command.main(["certs"]) == 0
     out = capsys.readouterr().out
     assert f"Сертификаты курса: {tmp_path / 'certs'}" in out
     assert "dask scheduler --tls-ca-file ca.pem" in out and "SCHEDULER=tls://" in out
     key = (tmp_path / "certs" / "client-key.pem").read_bytes()
-    assert dask_tls.main(["certs"]) == 2
+    assert dask_certs_command.main(["certs"]) == 2
     assert "REPLACE=1" in capsys.readouterr().err
     assert (tmp_path / "certs" / "client-key.pem").read_bytes() == key
-    assert dask_tls.main(["certs", "--replace"]) == 0
+    assert dask_certs_command.main(["certs", "--replace"]) == 0
     assert (tmp_path / "certs" / "client-key.pem").read_bytes() != key
 
 
@@ -193,7 +195,7 @@ def test_make_grade_refuses_tcp_before_anything_starts(tmp_path, monkeypatch, ca
     work = tmp_path / "work"
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
     monkeypatch.delenv("ALLOW_INSECURE_DASK", raising=False)
-    code = grade.main([str(tmp_path / "class"), "--scheduler", "tcp://127.0.0.1:8786"])
+    code = grade_command.main([str(tmp_path / "class"), "--scheduler", "tcp://127.0.0.1:8786"])
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("Оценивание не началось: планировщик Dask tcp://127.0.0.1:8786")
@@ -208,7 +210,7 @@ def test_with_the_opt_in_make_grade_goes_past_the_dask_check(tmp_path, monkeypat
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
     monkeypatch.setenv("ALLOW_INSECURE_DASK", "1")
     monkeypatch.setattr(grade, "prepare", next_step)
-    assert grade.main(["--scheduler", "tcp://127.0.0.1:8786"]) == 2
+    assert grade_command.main(["--scheduler", "tcp://127.0.0.1:8786"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("Внимание: планировщик Dask tcp://127.0.0.1:8786")
     assert "Оценивание не началось: следующий шаг" in err
@@ -216,7 +218,7 @@ def test_with_the_opt_in_make_grade_goes_past_the_dask_check(tmp_path, monkeypat
 
 def test_make_grade_over_tls_needs_the_course_certificates(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(tmp_path / "work"))
-    assert grade.main(["--scheduler", "tls://127.0.0.1:8786"]) == 2
+    assert grade_command.main(["--scheduler", "tls://127.0.0.1:8786"]) == 2
     assert "нет сертификатов курса" in capsys.readouterr().err
 
 

@@ -1,0 +1,34 @@
+"""``make feedback``: отчёты, таблицы оценок и сводка заново — после ручной проверки в formgrader.
+
+Ничего не выполняет: отчёты — из проверенных тетрадок autograded/ и баллов базы
+(:func:`feedback.teacher.pages.reports.rewrite_all`), таблицы — из базы
+(:func:`feedback.teacher.records.gradebook.export`), сводка —
+:func:`feedback.teacher.pages.analytics.refresh`. Выдачу отчётов через exchange на
+JupyterHub делает следующая строка ``make feedback`` (команда сервера курса).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from feedback.teacher.core.settings import Settings
+from feedback.teacher.pages import analytics, reports
+from feedback.teacher.records import gradebook
+
+
+def main(argv: list[str] | None = None) -> int:
+    workspace = Settings.from_env().workspace
+    work = workspace.folder
+    written = reports.rewrite_all(workspace)
+    print(f"Отчёты обновлены: {len(written)} (в {workspace.feedback_reports})")
+    if workspace.has_gradebook:
+        grades, by_task = gradebook.export(work)
+        print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
+        summary = analytics.refresh(work)
+        if summary is not None:
+            print(f"Сводка для преподавателя обновлена: {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

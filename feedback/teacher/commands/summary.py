@@ -1,0 +1,34 @@
+"""``make summary``: таблицы оценок из базы (после formgrader), похожие ответы и сводка.
+
+Без базы оценок (ещё не было ``make grade``) — код выхода 2 и объяснение. Папка — из
+``COURSE7_GRADING_DIR`` или первым аргументом.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from feedback.teacher.core.settings import Settings
+from feedback.teacher.core.workspace import Workspace
+from feedback.teacher.pages import analytics
+from feedback.teacher.records import gradebook
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    workspace = Workspace(Path(args[0]).resolve()) if args else Settings.from_env().workspace
+    work = workspace.folder
+    if not workspace.has_gradebook:
+        print(f"Сводки нет: в {work} нет базы оценок — сначала make grade.", file=sys.stderr)
+        return 2
+    gradebook.export(work)
+    written = analytics.after_grading(work)
+    print(f"Похожие ответы: {written.similar}")
+    print(f"К следующей лекции: {written.notes}")
+    print(f"Сводка для преподавателя: {written.summary} ({written.seconds:.1f} с)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
