@@ -298,8 +298,10 @@ def prepare(
     if register:
         from feedback.teacher.records import gradebook
 
-        gradebook.register(work)
-        gradebook.import_students(work, [person.fields for person in people.people.values()])
+        gradebook.register(hub.settings)
+        gradebook.import_students(
+            hub.settings.workspace, [person.fields for person in people.people.values()]
+        )
     teacher = hub_name(hub.teacher)
     extra: dict[str, Any] = {}
     if hub.mode == CLASS:
@@ -700,7 +702,7 @@ def hub_feedback(settings: Settings) -> list[Feedback]:
     снимке баллов последнего ``make grade`` (``scores.json``). Собрали новую сдачу и ещё не
     оценили — отчёт не выдаётся: учащийся получил бы отчёт о другой работе.
     """
-    graded = ledger.load_scores(settings.work) or {}
+    graded = ledger.load_scores(settings.workspace) or {}
     found = []
     for secret in sorted(settings.workspace.submitted.glob(f"*/*/{SUBMISSION_SECRET}")):
         if not secret.is_file() or secret.is_symlink():

@@ -29,6 +29,7 @@ import nbformat
 from feedback.formatting import plural
 from feedback.teacher.core import files
 from feedback.teacher.core.tables import safe_cell, write_csv
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.course.release import lab_sources
 from feedback.teacher.intake import roster
 from feedback.teacher.lms import handback
@@ -106,7 +107,7 @@ def _people(work: Path) -> tuple[list[roster.Person], list[str]]:
     """Кому писать строки: список учащихся (или база) и id из базы, которых нет в списке."""
     known = [
         roster.Person(student, first or "", last or "", email or "")
-        for student, (last, first, email) in gradebook.students(work).items()
+        for student, (last, first, email) in gradebook.students(Workspace(work)).items()
     ]
     path = work / roster.ROSTER
     if not path.is_file():
@@ -118,7 +119,7 @@ def _people(work: Path) -> tuple[list[roster.Person], list[str]]:
 def moodle_grades(work: Path) -> tuple[Path, list[str]]:
     """``export/moodle_grades.csv``; возвращает путь и id из базы, которых нет в списке."""
     titles = lab_titles()
-    results = gradebook.results(work)
+    results = gradebook.results(Workspace(work))
     people, strangers = _people(work)
     header = ["email", "id", "first_name", "last_name"]
     for title in titles.values():
@@ -325,7 +326,7 @@ def fill_worksheet(work: Path, worksheet: Path, lab: str | None = None) -> Fille
     owners = {
         n: student for (student, name), n in roster.read_participants(work).items() if name == lab
     }
-    results = gradebook.results(work)
+    results = gradebook.results(Workspace(work))
     style = _decimal_style([value(r, i) for r in rows for i in (grade_at, max_at)])
     folder = work / "export"
     done = Filled(folder / f"{lab}_worksheet.csv", lab, [], [], [])
@@ -373,7 +374,7 @@ def _listed(ids: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from feedback.teacher.core.settings import work_dir
+    from feedback.teacher.core.settings import Settings, work_dir
     from feedback.teacher.pages import analytics
 
     parser = argparse.ArgumentParser(description="Выгрузить оценки курса 7 для Moodle.")
@@ -387,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Выгружать нечего: в {work} нет базы оценок — сначала make grade.", file=sys.stderr)
         return 2
     try:
-        grades, by_task = gradebook.export(work)
+        grades, by_task = gradebook.export(Workspace(work))
         target, strangers = moodle_grades(work)
         filled = fill_worksheet(work, args.worksheet, args.lab) if args.worksheet else None
         handed = handback.build_all(work)
@@ -395,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Выгрузка не сделана: {error}", file=sys.stderr)
         return 2
     print(f"Оценки: {grades} и {by_task}")
-    summary = analytics.refresh(work)  # оценки из базы — и сводка по ним же
+    summary = analytics.refresh(Settings.from_env())  # оценки из базы — и сводка по ним же
     if summary is not None:
         print(f"Сводка для преподавателя: {summary}")
     print(f"Для Moodle «Импорт оценок → CSV-файл»: {target}")

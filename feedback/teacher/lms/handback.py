@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedback.teacher.core import files
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.intake import roster
 from feedback.teacher.records import gradebook
 
@@ -219,7 +220,7 @@ def build_all(work: Path) -> list[HandBack]:
         return []
     participants = roster.read_participants(work)
     folders = read_folders(work)
-    people = gradebook.students(work) if (work / "gradebook.db").is_file() else {}
+    people = gradebook.students(Workspace(work)) if Workspace(work).has_gradebook else {}
     return [
         build(work, lab, found[lab], participants, folders.get(lab, {}), people)
         for lab in sorted(found)

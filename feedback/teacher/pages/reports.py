@@ -19,7 +19,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
 from feedback.teacher.core import files
-from feedback.teacher.core.settings import gradebook_url, work_dir
+from feedback.teacher.core.settings import Settings, gradebook_url, work_dir
 from feedback.teacher.pages import TEMPLATES
 from feedback.teacher.pages.preprocessors import ReportCleanup, ReportGrades
 
@@ -142,9 +142,9 @@ def main() -> int:
     written = rewrite_all(work)
     print(f"Отчёты обновлены: {len(written)} (в {work / 'feedback_reports'})")
     if (work / "gradebook.db").is_file():
-        grades, by_task = gradebook.export(work)
+        grades, by_task = gradebook.export(Settings.from_env().workspace)
         print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
-        summary = analytics.refresh(work)
+        summary = analytics.refresh(Settings.from_env())
         if summary is not None:
             print(f"Сводка для преподавателя обновлена: {summary}")
     return 0
