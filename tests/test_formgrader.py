@@ -36,6 +36,8 @@ from bs4 import BeautifulSoup
 from corpus import LAB2, PWNED
 from moodle_support import download_zip
 
+from feedback.teacher.core.workspace import Workspace
+
 from browser_support import (
     ROOT,
     SCREENSHOTS,
@@ -440,5 +442,5 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
     worksheet = _by(read_csv(work / "export" / f"{LAB2}_worksheet.csv"), "Идентификатор")
     assert worksheet["Участник 101"]["Оценка"] == ""  # не выставлена
     assert worksheet["Участник 102"]["Оценка"] == "5,00"
-    assert gradebook.results(work)[("ivanov", LAB2)].pending_points == 1
+    assert gradebook.results(Workspace(work))[("ivanov", LAB2)].pending_points == 1
     print(f"повторная сдача от архива до выгрузки: {time.monotonic() - started:.1f} с")

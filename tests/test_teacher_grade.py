@@ -14,6 +14,7 @@ import pytest
 
 from feedback.teacher.core.results import TaskOutcome, UnitResult
 from feedback.teacher.core.tables import CaseRow, Problem, ReviewRow, TimingRow
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.course.release import lab_sources
 from feedback.teacher.grading import grade
 from feedback.teacher.grading.grade import PACKAGE, SetupError, collect, reference_version
@@ -112,7 +113,7 @@ def test_tables_neutralise_formulas_from_uploads(tmp_path):
         cases=[CaseRow.drawn("ivanov", "lab", "\tx", {"a": -1})],
         timings=[TimingRow.measured("ivanov", "lab", 2.5)],
     )
-    class_tables.write(tmp_path, tables)
+    class_tables.write(Workspace(tmp_path), tables)
 
     def rows(name):
         with open(tmp_path / name, newline="", encoding="utf-8") as fh:

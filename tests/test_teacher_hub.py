@@ -19,6 +19,7 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from feedback.teacher.core.settings import COURSE_ID, ROOT, Settings
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.hub import server as hub
 from feedback.teacher.records import gradebook, ledger
 from feedback.teacher.records.gradebook import TaskScore
@@ -240,7 +241,7 @@ def test_feedback_goes_only_to_the_submission_that_was_graded(tmp_path):
         )
         for student, nb in (("ivanov", graded), ("Petrova", newer))
     }
-    ledger.save_scores(settings.work, scores)
+    ledger.save_scores(settings.workspacespace, scores)
     resubmitted = settings.workspace.submitted / "Petrova" / LAB / f"{LAB}.ipynb"
     resubmitted.write_text(json.dumps({**newer, "cells": []}))
     found = {item.student: item.problem for item in hub.hub_feedback(settings)}
@@ -268,7 +269,7 @@ def test_late_submissions_are_named_against_the_due_date(tmp_path):
     срок и работа без времени сдачи (архив Moodle) — не опоздание."""
     settings = replace(Settings(), work=tmp_path)
     assert hub.late(settings) == []  # базы ещё нет: сроков нет
-    with gradebook._open(tmp_path) as gb:
+    with gradebook._open(Workspace(tmp_path)) as gb:
         gb.update_or_create_assignment(LAB, duedate="2026-12-01 23:59:00 UTC")
     stamps = {
         "ivanov": "2026-12-03 23:58:30.500000 UTC",

@@ -9,6 +9,7 @@ import zipfile
 
 import pytest
 
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.intake import roster
 from feedback.teacher.intake.roster import (
     Matcher,
@@ -367,8 +368,10 @@ def test_the_roster_is_kept_in_the_work_folder_and_imported_like_nbgrader(tmp_pa
     people = prepare_roster(work, given)
     assert (work / roster.ROSTER).read_text(encoding="utf-8") == ROSTER
     assert prepare_roster(work).people == people.people  # следующий архив — без ROSTER=
-    assert gradebook.import_students(work, [p.fields for p in people.people.values()]) == 3
-    assert gradebook.students(work) == {
+    assert (
+        gradebook.import_students(Workspace(work), [p.fields for p in people.people.values()]) == 3
+    )
+    assert gradebook.students(Workspace(work)) == {
         "ivanov": ("Иванов", "Иван", "ivanov@example.org"),
         "petrova": ("Петрова-Водкина", "Анна", "petrova@example.org"),
         "alekseev": ("Алексеев", "Пётр", None),  # пустая ячейка — None, как у nbgrader
