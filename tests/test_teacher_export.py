@@ -502,13 +502,13 @@ def test_tables_keep_rows_of_earlier_labs(tmp_path):
 
     first = [Problem("ivanov", LAB2, "a.ipynb", "пустой файл"), Problem("?", LAB2, "b", "кто?")]
     class_tables.write(
-        tmp_path,
+        Workspace(tmp_path),
         ClassTables(
             problems=first, timings=[timing("ivanov", LAB2, 1.0), timing("petrova", LAB2, 2.0)]
         ),
     )
     class_tables.write(
-        tmp_path,
+        Workspace(tmp_path),
         ClassTables(
             problems=[Problem("petrova", LAB4, "c.ipynb", "пустой файл")],
             timings=[timing("petrova", LAB2, 3.0), timing("petrova", LAB4, 4.0)],

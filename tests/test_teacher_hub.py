@@ -241,7 +241,7 @@ def test_feedback_goes_only_to_the_submission_that_was_graded(tmp_path):
         )
         for student, nb in (("ivanov", graded), ("Petrova", newer))
     }
-    ledger.save_scores(settings.workspacespace, scores)
+    ledger.save_scores(settings.workspace, scores)
     resubmitted = settings.workspace.submitted / "Petrova" / LAB / f"{LAB}.ipynb"
     resubmitted.write_text(json.dumps({**newer, "cells": []}))
     found = {item.student: item.problem for item in hub.hub_feedback(settings)}
