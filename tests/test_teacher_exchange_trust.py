@@ -323,10 +323,10 @@ def test_the_exchange_root_stays_as_the_administrator_set_it(tmp_path):
     fresh = replace(Settings(), work=tmp_path / "fresh")
     assert stat.S_IMODE(hub.prepare_exchange(fresh).stat().st_mode) == 0o1777
     admin = replace(Settings(), work=tmp_path / "admin")
-    admin.exchange.mkdir(parents=True)
-    admin.exchange.chmod(0o1773)
+    admin.workspace.exchange.mkdir(parents=True)
+    admin.workspace.exchange.chmod(0o1773)
     hub.prepare_exchange(admin)
-    assert stat.S_IMODE(admin.exchange.stat().st_mode) == 0o1773
+    assert stat.S_IMODE(admin.workspace.exchange.stat().st_mode) == 0o1773
 
 
 def test_an_inbound_of_an_earlier_release_gets_the_sticky_bit_and_a_link_is_refused(settings):

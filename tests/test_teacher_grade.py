@@ -220,7 +220,9 @@ def test_the_reference_warm_up_speaks_before_it_starts_and_when_done(tmp_path, m
     monkeypatch.setattr(grade, "with_template", lambda job, templates: job)
     lab = "lab_7_5_bfloat16_lora"
     pending = {lab: (SimpleNamespace(lab=lab, gpu=True), tmp_path / "stamp")}
-    run = SimpleNamespace(jobs=1, settings=SimpleNamespace(units=tmp_path / "units"))
+    run = SimpleNamespace(
+        jobs=1, settings=SimpleNamespace(workspace=SimpleNamespace(units=tmp_path / "units"))
+    )
     grade.warm_up(run, {lab}, tmp_path, {}, pending)
     assert seen_before_run == [
         f"… проверяю эталонное решение {lab} в песочнице (раз на версию; GPU-лабораторная, "
