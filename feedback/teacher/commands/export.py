@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Выгружать нечего: в {work} нет базы оценок — сначала make grade.", file=sys.stderr)
         return 2
     try:
-        grades, by_task = gradebook.export(work)
+        grades, by_task = gradebook.export(workspace)
         target, strangers = export.moodle_grades(settings)
         filled = (
             export.fill_worksheet(settings, args.worksheet, args.lab) if args.worksheet else None
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Выгрузка не сделана: {error}", file=sys.stderr)
         return 2
     print(f"Оценки: {grades} и {by_task}")
-    summary = analytics.refresh(work)  # оценки из базы — и сводка по ним же
+    summary = analytics.refresh(settings)  # оценки из базы — и сводка по ним же
     if summary is not None:
         print(f"Сводка для преподавателя: {summary}")
     print(f"Для Moodle «Импорт оценок → CSV-файл»: {target}")

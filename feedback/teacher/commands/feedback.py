@@ -17,14 +17,14 @@ from feedback.teacher.records import gradebook
 
 
 def main(argv: list[str] | None = None) -> int:
-    workspace = Settings.from_env().workspace
-    work = workspace.folder
+    settings = Settings.from_env()
+    workspace = settings.workspace
     written = reports.rewrite_all(workspace)
     print(f"Отчёты обновлены: {len(written)} (в {workspace.feedback_reports})")
     if workspace.has_gradebook:
-        grades, by_task = gradebook.export(work)
+        grades, by_task = gradebook.export(workspace)
         print(f"Оценки обновлены: {grades} и {by_task}; для Moodle — make export")
-        summary = analytics.refresh(work)
+        summary = analytics.refresh(settings)
         if summary is not None:
             print(f"Сводка для преподавателя обновлена: {summary}")
     return 0

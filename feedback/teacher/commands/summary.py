@@ -7,23 +7,26 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from feedback.teacher.core.settings import Settings
-from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.pages import analytics
 from feedback.teacher.records import gradebook
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    workspace = Workspace(Path(args[0]).resolve()) if args else Settings.from_env().workspace
-    work = workspace.folder
-    if not workspace.has_gradebook:
-        print(f"Сводки нет: в {work} нет базы оценок — сначала make grade.", file=sys.stderr)
+    settings = Settings.from_env()
+    if args:
+        settings = replace(settings, work=Path(args[0]).resolve())
+    if not settings.workspace.has_gradebook:
+        print(
+            f"Сводки нет: в {settings.work} нет базы оценок — сначала make grade.", file=sys.stderr
+        )
         return 2
-    gradebook.export(work)
-    written = analytics.after_grading(work)
+    gradebook.export(settings.workspace)
+    written = analytics.after_grading(settings)
     print(f"Похожие ответы: {written.similar}")
     print(f"К следующей лекции: {written.notes}")
     print(f"Сводка для преподавателя: {written.summary} ({written.seconds:.1f} с)")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import json
 import types
 import typing
@@ -81,6 +82,8 @@ def write_csv(path: Path, header: list[str], rows: Iterable[Iterable[Any]]) -> N
 
 #: Ключ метаданных поля: имя столбца, если оно не совпадает с именем поля.
 COLUMN = "column"
+#: Ключ метаданных поля: как писать число в ячейку (``"{:.1f}"``).
+FORMAT = "format"
 
 Row = TypeVar("Row")
 
@@ -90,14 +93,31 @@ def column(name: str) -> Any:
     return field(metadata={COLUMN: name})
 
 
+def formatted(spec: str) -> Any:
+    """Числовое поле строки, которое пишется в ячейку по образцу ``spec`` (``"{:.1f}"``).
+
+    В строке число остаётся числом (его сравнивают и сортируют), текстом оно становится только
+    в таблице (:func:`cells`); ``None`` — пустая ячейка.
+    """
+    return field(metadata={FORMAT: spec})
+
+
 def header(row_type: type) -> list[str]:
     """Заголовок таблицы: имена столбцов — поля типа строки по порядку."""
     return [item.metadata.get(COLUMN, item.name) for item in fields(row_type)]
 
 
 def cells(row: Any) -> list[Any]:
-    """Ячейки строки в порядке столбцов (ещё не обезвреженные)."""
-    return [getattr(row, item.name) for item in fields(row)]
+    """Ячейки строки в порядке столбцов (ещё не обезвреженные).
+
+    Число поля с образцом (:func:`formatted`) — уже текстом по образцу.
+    """
+    found = []
+    for item in fields(row):
+        value = getattr(row, item.name)
+        spec = item.metadata.get(FORMAT)
+        found.append(spec.format(value) if spec and value is not None else value)
+    return found
 
 
 def write_rows(path: Path, row_type: type[Row], rows: Iterable[Row]) -> None:
@@ -130,7 +150,25 @@ def read_rows(path: Path, row_type: type[Row], *, exact: bool = False) -> list[R
     if not path.is_file():
         return []
     with open(path, newline="", encoding="utf-8") as fh:
-        records = list(csv.reader(fh))
+        return _parse_records(list(csv.reader(fh)), row_type, exact)
+
+
+def as_stored(row_type: type[Row], rows: Iterable[Row]) -> list[Row]:
+    """Строки такими, какими их прочитает :func:`read_rows` из таблицы :func:`write_rows`.
+
+    Число — округлённым по образцу столбца, текст — обезвреженным (:func:`safe_cell`), знаки
+    не из UTF-8 — ``?``. Кто берёт строки из памяти, а не из только что записанной таблицы
+    (сводка после ``make grade``), видит то же, что увидел бы, прочитав файл.
+    """
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(header(row_type))
+    writer.writerows([safe_cell(cell) for cell in cells(row)] for row in rows)
+    text = buffer.getvalue().encode("utf-8", "replace").decode("utf-8")
+    return _parse_records(list(csv.reader(io.StringIO(text, newline=""))), row_type, False)
+
+
+def _parse_records(records: list[list[str]], row_type: type[Row], exact: bool) -> list[Row]:
     names = header(row_type)
     if not records or (exact and records[0] != names):
         return []
@@ -232,16 +270,17 @@ class TimingRow:
     них выполнение тетрадки в ядре, ``peak_memory_mib`` — наибольшая память всех процессов
     ядра (МиБ; бюджет — ``COURSE7_MEMORY_LIMIT``), ``kernel`` — откуда ядро: ``template`` —
     копия прогретой заготовки, ``fresh`` — запущено с нуля. Пусто — не измерено (работа не
-    выполнялась). Ячейки — уже округлённый текст: таблицу читает преподаватель.
+    выполнялась). В строке — числа; в таблицу они пишутся округлёнными (секунды — до десятых,
+    память — до МиБ): её читает преподаватель.
     """
 
     FILE: ClassVar[str] = Workspace.TIMINGS
 
     student_id: str
     lab: str
-    seconds: str
-    execution_seconds: str
-    peak_memory_mib: str
+    seconds: float | None = formatted("{:.1f}")
+    execution_seconds: float | None = formatted("{:.1f}")
+    peak_memory_mib: float | None = formatted("{:.0f}")
     kernel: str
 
     @classmethod
@@ -259,9 +298,9 @@ class TimingRow:
         return cls(
             student,
             lab,
-            f"{seconds:.1f}" if seconds else "",
-            f"{execution_seconds:.1f}" if execution_seconds else "",
-            f"{peak_memory / MIB:.0f}" if peak_memory else "",
+            seconds or None,
+            execution_seconds or None,
+            peak_memory / MIB if peak_memory else None,
             kernel,
         )
 

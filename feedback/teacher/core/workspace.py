@@ -127,11 +127,6 @@ class Workspace:
         return self.folder / self.SCORES_START
 
     @property
-    def sources(self) -> Path:
-        """Контрольные суммы выпусков, с которыми зарегистрированы лабораторные."""
-        return self.folder / self.SOURCES
-
-    @property
     def lms_folders(self) -> Path:
         """Папки работ Moodle по учащимся: куда возвращать отчёты архивом."""
         return self.folder / self.LMS_FOLDERS
@@ -183,6 +178,15 @@ class Workspace:
     def release(self) -> Path:
         """Выпуски лабораторных, с которыми сверяются работы (их же nbgrader заносит в базу)."""
         return self.folder / self.RELEASE
+
+    def released(self, lab: str) -> Path:
+        """Выпуск лабораторной ``lab`` (id): ``release/<лаб>/<лаб>.ipynb``."""
+        return self.release / lab / f"{lab}.ipynb"
+
+    @property
+    def sources(self) -> Path:
+        """Контрольные суммы исходников, с которыми зарегистрированы лабораторные (в release/)."""
+        return self.release / self.SOURCES
 
     @property
     def submitted(self) -> Path:

@@ -118,7 +118,7 @@ def prepare(settings: Settings, jobs: int | None = None, roster_file: Path | Non
     if warning:
         print(warning, file=sys.stderr)
     try:
-        releases = gradebook.register(work)
+        releases = gradebook.register(settings)
     except RuntimeError as error:
         raise SetupError(str(error)) from None
     try:
@@ -127,7 +127,9 @@ def prepare(settings: Settings, jobs: int | None = None, roster_file: Path | Non
     except roster.RosterError as error:
         raise SetupError(str(error)) from None
     if people is not None:
-        gradebook.import_students(work, [person.fields for person in people.people.values()])
+        gradebook.import_students(
+            settings.workspace, [person.fields for person in people.people.values()]
+        )
     jobs = jobs or settings.jobs or os.cpu_count() or 1
     allowed = _allowed(releases, settings)
     run = Run(settings, mode, max(1, jobs), releases, allowed, _secret(settings.workspace))
@@ -171,13 +173,10 @@ def merge(run: Run, result: UnitResult, reports: ReportWriter) -> None:
     """Результат единицы → база оценок, autograded/, отчёт и строки таблиц класса."""
     key = (result.student, result.lab)
     earlier = run.before.get(key)
-    recorded = gradebook.record(
-        run.work,
-        result,
-        upload=run.uploads.get(key),
-        graded_before=earlier.answers if earlier else None,
-        archive=lambda rows: ledger.archive_manual(run.work, rows),
-    )
+    workspace = run.settings.workspace
+    answers = earlier.answers if earlier else None
+    with gradebook.recording(workspace, result, run.uploads.get(key), answers) as recorded:
+        ledger.archive_manual(workspace, recorded.reopened)  # до того, как оценки уйдут из базы
     run.answers[key] = recorded.answers
     run.pending[key] = recorded.pending
     reports.write(result.student, result.lab, recorded.path)
@@ -255,11 +254,10 @@ def _grade(
     except DaskRefused as error:
         raise SetupError(str(error)) from None
     workspace = settings.workspace
-    work = workspace.folder
     # 2. Лабораторные и список учащихся в базе; баллы прошлого запуска — для changes.csv.
     say(messages.PREPARING)
     run = prepare(settings, jobs, roster_file)
-    run.before = ledger.previous_scores(work)
+    run.before = ledger.previous_scores(settings.workspace)
     # 1. Работы и строки problems.csv обо всём, что оценить нельзя.
     source = submissions or workspace.submitted
     found, problems = collect(source, run.releases, run.matcher)
@@ -273,13 +271,13 @@ def _grade(
     # 5. Таблицы, что изменилось, сводка. Снимок баллов — последним: оборванный до этого места
     # запуск повторяется с тем же «прежним» снимком, и changes.csv повтора — тот же, что у
     # запуска без обрыва.
-    gradebook.export(work)
-    class_tables.write(work, run.tables)
-    after = ledger.current_scores(work, run.uploads, run.before, run.answers)
-    ledger.write_changes(work, ledger.changes(run.before, after, set(run.uploads), start))
-    _analytics(work)
-    ledger.save_scores(work, after)
-    ledger.finish_run(work)
+    gradebook.export(workspace)
+    written = class_tables.write(workspace, run.tables)
+    after = ledger.current_scores(workspace, run.uploads, run.before, run.answers)
+    ledger.write_changes(workspace, ledger.changes(run.before, after, set(run.uploads), start))
+    _analytics(settings, written)
+    ledger.save_scores(workspace, after)
+    ledger.finish_run(workspace)
     print(messages.count_line(found, problems), file=sys.stderr, flush=True)
     if not found:
         raise NothingGraded(messages.nothing_graded(source, workspace.table(Problem)))
@@ -328,7 +326,7 @@ def _grade_units(run: Run, found: list[Submission], cluster: Cluster | None) -> 
             say(messages.TINY_MODEL)
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
         warm_up(run, set(references), cache, templates, references)
-        start = ledger.run_start(run.work, run.before)
+        start = ledger.run_start(run.settings.workspace, run.before)
         _run_units(run, jobs_list, cluster, run.work)
     return start
 
@@ -373,10 +371,10 @@ def _run_units(run: Run, jobs: list[Job], cluster: Cluster | None, work: Path) -
         run_local(jobs, run.jobs, on_result, run.settings.workspace.units)
 
 
-def _analytics(work: Path) -> None:
+def _analytics(settings: Settings, tables: class_tables.ClassTables) -> None:
     """similar.csv, summary.html, mistakes.md; сбой сводки не отменяет уже записанных оценок."""
     try:
-        written = analytics.after_grading(work)
+        written = analytics.after_grading(settings, tables)
     except Exception as error:
         print(messages.analytics_failed(error), file=sys.stderr)
         return

@@ -44,7 +44,7 @@ def hub_feedback(settings: Settings) -> list[Feedback]:
     снимке баллов последнего ``make grade`` (``scores.json``). Собрали новую сдачу и ещё не
     оценили — отчёт не выдаётся: учащийся получил бы отчёт о другой работе.
     """
-    graded = ledger.load_scores(settings.work) or {}
+    graded = ledger.load_scores(settings.workspace) or {}
     found = []
     for secret in sorted(settings.workspace.submitted.glob(f"*/*/{exchange.SUBMISSION_SECRET}")):
         if not secret.is_file() or secret.is_symlink():

@@ -75,8 +75,10 @@ def prepare(
     if register:
         from feedback.teacher.records import gradebook
 
-        gradebook.register(work)
-        gradebook.import_students(work, [person.fields for person in people.people.values()])
+        gradebook.register(hub.settings)
+        gradebook.import_students(
+            hub.settings.workspace, [person.fields for person in people.people.values()]
+        )
     state = HubState(
         mode=hub.mode,
         root=hub.settings.root,

@@ -89,7 +89,7 @@ def _people(workspace: Workspace) -> tuple[list[roster.Person], list[str]]:
     """Кому писать строки: список учащихся (или база) и id из базы, которых нет в списке."""
     known = [
         roster.Person(student, first or "", last or "", email or "")
-        for student, (last, first, email) in gradebook.students(workspace.folder).items()
+        for student, (last, first, email) in gradebook.students(workspace).items()
     ]
     path = workspace.roster
     if not path.is_file():
@@ -104,7 +104,7 @@ def moodle_grades(settings: Settings) -> tuple[Path, list[str]]:
     Столбцы — лабораторные курса (:attr:`Settings.labs`) по порядку, под их названиями.
     """
     workspace = settings.workspace
-    results = gradebook.results(workspace.folder)
+    results = gradebook.results(workspace)
     people, strangers = _people(workspace)
     header = ["email", "id", "first_name", "last_name"]
     for lab in settings.labs:
@@ -311,7 +311,7 @@ def fill_worksheet(settings: Settings, worksheet: Path, lab: str | None = None) 
         for (student, name), n in roster.read_participants(workspace).items()
         if name == lab
     }
-    results = gradebook.results(workspace.folder)
+    results = gradebook.results(workspace)
     style = _decimal_style([value(r, i) for r in rows for i in (grade_at, max_at)])
     done = Filled(workspace.worksheet(lab), lab, [], [], [])
     if done.path.resolve() == worksheet.resolve():

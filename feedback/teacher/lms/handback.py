@@ -214,7 +214,7 @@ def build_all(workspace: Workspace) -> list[HandBack]:
         return []
     participants = roster.read_participants(workspace)
     folders = read_folders(workspace)
-    people = gradebook.students(workspace.folder) if workspace.has_gradebook else {}
+    people = gradebook.students(workspace) if workspace.has_gradebook else {}
     return [
         build(workspace, lab, found[lab], participants, folders.get(lab, {}), people)
         for lab in sorted(found)

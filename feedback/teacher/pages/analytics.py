@@ -13,9 +13,11 @@
 - mistakes.md — три самые частые ошибки каждой лабораторной с подсказкой, которую видели
   учащиеся: к следующей лекции.
 
-Всё читается из рабочей папки (таблицы, выпуски, autograded/, база оценок), поэтому
-сводка охватывает и работы прежних запусков, а пересчитать её можно отдельно:
-:mod:`feedback.teacher.commands.summary`.
+Таблицы класса ``make grade`` передаёт из памяти — строки, которые он только что записал
+(:func:`feedback.teacher.records.class_tables.write`, с работами прежних запусков); остальное
+(выпуски, autograded/, база оценок, таблицы оценок) читается из рабочей папки. Пересчитать
+сводку можно и отдельно (``make summary``, :mod:`feedback.teacher.commands.summary`) — тогда
+и таблицы класса читаются из папки.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import difflib
 import json
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +34,8 @@ from typing import Any
 
 from feedback.formatting import plural_form
 from feedback.teacher.core import files
+from feedback.teacher.core.labs import Lab
+from feedback.teacher.core.settings import Settings
 from feedback.teacher.core.tables import (
     ChangeRow,
     GradeRow,
@@ -45,6 +49,7 @@ from feedback.teacher.core.tables import (
     read_rows,
     write_rows,
 )
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.pages.class_data import (
     NO_CODE,
     SLOW_FACTOR,
@@ -55,26 +60,29 @@ from feedback.teacher.pages.class_data import (
     TaskStats,
 )
 from feedback.teacher.pages.similarity import similar_rows, tasks_from
+from feedback.teacher.records.class_tables import ClassTables
 from feedback.teacher.records.mistakes import mistake_description
 
 MISTAKES_CSV = MistakeRow.FILE
 SIMILAR_CSV = SimilarRow.FILE
-SUMMARY_HTML = "summary.html"
-MISTAKES_MD = "mistakes.md"
-
-
-# --------------------------------------------------------------------------- mistakes.csv
+SUMMARY_HTML = Workspace.SUMMARY
+MISTAKES_MD = Workspace.MISTAKES_LIST
 
 
 # --------------------------------------------------------------------------- чтение папки
 
 
-def releases(work: Path) -> dict[str, dict]:
-    """Выпуски лабораторных из рабочей папки (release/<лаб>/<лаб>.ipynb) как JSON."""
+def releases(workspace: Workspace, labs: Iterable[Lab]) -> dict[str, dict]:
+    """Выпуски лабораторных курса ``labs`` из рабочей папки как JSON — те, что зарегистрированы.
+
+    Лабораторная, которую ``make grade`` ещё не регистрировал (выпуска в папке нет), в сводку
+    не попадает.
+    """
     found = {}
-    for path in sorted((work / "release").glob("*/*.ipynb")):
-        if path.stem == path.parent.name:
-            found[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+    for lab in sorted(labs, key=lambda lab: lab.id):
+        path = workspace.released(lab.id)
+        if path.is_file():
+            found[lab.id] = json.loads(path.read_text(encoding="utf-8"))
     return found
 
 
@@ -88,9 +96,9 @@ def auto_tasks(release: Mapping) -> list[str]:
     return tasks
 
 
-def autograded(work: Path) -> Iterator[tuple[str, str, dict]]:
+def autograded(workspace: Workspace) -> Iterator[tuple[str, str, dict]]:
     """Проверенные тетрадки: (учащийся, лабораторная, тетрадка JSON) из autograded/."""
-    root = work / "autograded"
+    root = workspace.autograded
     for path in sorted(root.glob("*/*/*.ipynb")):
         lab, student = path.parent.name, path.parent.parent.name
         if path.stem != lab:
@@ -127,14 +135,7 @@ def titles(release: Mapping) -> tuple[str | None, dict[str, str]]:
 # --------------------------------------------------------------------------- сводка данных
 
 
-def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-
-
-def pending_manual(work: Path) -> list[Pending]:
+def pending_manual(workspace: Workspace) -> list[Pending]:
     """Работы, которые ждут преподавателя: ответы без ручной оценки и проверки на просмотре.
 
     ``tasks``/``points`` — ждут ручной оценки
@@ -145,9 +146,9 @@ def pending_manual(work: Path) -> list[Pending]:
     """
     from feedback.teacher.records import gradebook
 
-    if not (work / "gradebook.db").is_file():
+    if not workspace.has_gradebook:
         return []
-    return _pending(gradebook.results(work))
+    return _pending(gradebook.results(workspace))
 
 
 def _pending(found: Mapping) -> list[Pending]:
@@ -177,14 +178,14 @@ def answer_diff(old: str, new: str) -> list[tuple[str, str]]:
     return found
 
 
-def reopened(work: Path, found: Mapping) -> list[Reopened]:
+def reopened(workspace: Workspace, found: Mapping) -> list[Reopened]:
     """Снятые ручные оценки (manual_archive.csv), чьи ответы всё ещё ждут преподавателя.
 
     Последняя строка архива на каждое задание; оценённое заново в formgrader здесь уже не
     показывается (история — в самом manual_archive.csv).
     """
     latest: dict[tuple[str, str, str], ManualArchiveRow] = {}
-    for row in read_rows(work / ManualArchiveRow.FILE, ManualArchiveRow):
+    for row in read_rows(workspace.table(ManualArchiveRow), ManualArchiveRow):
         latest[(row.student_id, row.lab, row.task)] = row
     shown = []
     for (student, lab, task), row in sorted(latest.items()):
@@ -219,27 +220,36 @@ def slow_works(timings: list[TimingRow]) -> list[TimingRow]:
     """
     by_lab: dict[str, list[float]] = {}
     for row in timings:
-        seconds = _number(row.seconds)
-        if seconds:
-            by_lab.setdefault(row.lab, []).append(seconds)
+        if row.seconds:
+            by_lab.setdefault(row.lab, []).append(row.seconds)
     medians = {lab: sorted(values)[len(values) // 2] for lab, values in by_lab.items()}
     slow = [
         row
         for row in timings
-        if (seconds := _number(row.seconds))
-        and seconds >= max(SLOW_SECONDS, SLOW_FACTOR * medians[row.lab])
+        if row.seconds and row.seconds >= max(SLOW_SECONDS, SLOW_FACTOR * medians[row.lab])
     ]
-    return sorted(slow, key=lambda row: (-(_number(row.seconds) or 0.0), row.student_id))
+    return sorted(slow, key=lambda row: (-(row.seconds or 0.0), row.student_id))
 
 
-def class_data(work: Path, slowest: int = 10, now: datetime | None = None) -> ClassData:
-    """Данные сводки из рабочей папки после оценивания (``now`` — когда, для страницы)."""
+def class_data(
+    workspace: Workspace,
+    labs: Iterable[Lab],
+    tables: ClassTables | None = None,
+    slowest: int = 10,
+    now: datetime | None = None,
+) -> ClassData:
+    """Данные сводки после оценивания (``now`` — когда, для страницы).
+
+    ``tables`` — таблицы класса, которые только что записал ``make grade``
+    (:func:`feedback.teacher.records.class_tables.write`); без них — из рабочей папки.
+    """
     from feedback.teacher.records import gradebook
 
-    released = releases(work)
+    tables = tables if tables is not None else ClassTables.read(workspace)
+    released = releases(workspace, labs)
     names = {lab: titles(release) for lab, release in released.items()}
-    by_task = read_rows(work / TaskGradeRow.FILE, TaskGradeRow)
-    mistakes = read_rows(work / MISTAKES_CSV, MistakeRow)
+    by_task = read_rows(workspace.table(TaskGradeRow), TaskGradeRow)
+    mistakes = tables.mistakes
     labs = sorted(released)
     stats: dict[tuple[str, str], TaskStats] = {}
     order = {lab: auto_tasks(released[lab]) for lab in labs}
@@ -270,41 +280,41 @@ def class_data(work: Path, slowest: int = 10, now: datetime | None = None) -> Cl
     for student, lab, task in failed_works - coded:
         stats[(lab, task)].add_mistake(student, NO_CODE)
     scores: dict[str, list[tuple[float, float]]] = {lab: [] for lab in labs}
-    for row in read_rows(work / GradeRow.FILE, GradeRow):
+    for row in read_rows(workspace.table(GradeRow), GradeRow):
         if row.assignment in scores:
             scores[row.assignment].append((row.score or 0.0, row.max_score or 0.0))
-    timings = slow_works(read_rows(work / TimingRow.FILE, TimingRow))
-    found = gradebook.results(work) if (work / "gradebook.db").is_file() else {}
+    timings = slow_works(tables.timings)
+    found = gradebook.results(workspace) if workspace.has_gradebook else {}
     return ClassData(
         labs=labs,
         scores=scores,
         tasks={lab: [stats[(lab, task)] for task in order[lab]] for lab in labs},
-        problems=read_rows(work / Problem.FILE, Problem),
-        review=read_rows(work / ReviewRow.FILE, ReviewRow),
-        similar=read_rows(work / SIMILAR_CSV, SimilarRow),
+        problems=tables.problems,
+        review=tables.review,
+        similar=read_rows(workspace.table(SimilarRow), SimilarRow),
         pending=_pending(found),
         slowest=timings[:slowest],
         titles={lab: named[0] for lab, named in names.items() if named[0]},
         task_titles={
             (lab, task): title for lab, named in names.items() for task, title in named[1].items()
         },
-        reopened=reopened(work, found),
-        tables=[name for name in LINKED_TABLES if (work / name).is_file()],
-        changes=len(read_rows(work / ChangeRow.FILE, ChangeRow)),
+        reopened=reopened(workspace, found),
+        tables=[row.FILE for row in LINKED_TABLES if workspace.table(row).is_file()],
+        changes=len(read_rows(workspace.table(ChangeRow), ChangeRow)),
         as_of=as_of_text(now or datetime.now()),
     )
 
 
 #: Таблицы рабочей папки, на которые ссылается сводка (если они есть).
 LINKED_TABLES = (
-    GradeRow.FILE,
-    MISTAKES_CSV,
-    SIMILAR_CSV,
-    Problem.FILE,
-    ReviewRow.FILE,
-    TimingRow.FILE,
-    ChangeRow.FILE,
-    ManualArchiveRow.FILE,
+    GradeRow,
+    MistakeRow,
+    SimilarRow,
+    Problem,
+    ReviewRow,
+    TimingRow,
+    ChangeRow,
+    ManualArchiveRow,
 )
 
 
@@ -351,10 +361,10 @@ def _md(text: str) -> str:
 # --------------------------------------------------------------------------- всё вместе
 
 
-def write_similar(work: Path) -> Path:
+def write_similar(workspace: Workspace, labs: Iterable[Lab]) -> Path:
     """similar.csv по проверенным тетрадкам autograded/ и выпускам лабораторных."""
-    tasks = tasks_from(releases(work), autograded(work))
-    path = work / SIMILAR_CSV
+    tasks = tasks_from(releases(workspace, labs), autograded(workspace))
+    path = workspace.table(SimilarRow)
     write_rows(path, SimilarRow, similar_rows(tasks))
     return path
 
@@ -369,15 +379,21 @@ class Analytics:
     seconds: float
 
 
-def after_grading(work: Path) -> Analytics:
-    """similar.csv, summary.html и mistakes.md."""
+def after_grading(settings: Settings, tables: ClassTables | None = None) -> Analytics:
+    """similar.csv, summary.html и mistakes.md.
+
+    ``tables`` — таблицы класса, только что записанные ``make grade``; без них (``make
+    summary``) — из рабочей папки.
+    """
     started = time.monotonic()
-    similar = write_similar(work)
-    summary, notes = write_pages(work)
+    similar = write_similar(settings.workspace, settings.labs)
+    summary, notes = write_pages(settings, tables)
     return Analytics(similar, summary, notes, time.monotonic() - started)
 
 
-def write_pages(work: Path, now: datetime | None = None) -> tuple[Path, Path]:
+def write_pages(
+    settings: Settings, tables: ClassTables | None = None, now: datetime | None = None
+) -> tuple[Path, Path]:
     """summary.html и mistakes.md по таблицам и базе оценок рабочей папки, как они есть сейчас.
 
     Их пишет каждая команда, которая меняет оценки или их таблицы: ``make grade``, ``make
@@ -386,20 +402,21 @@ def write_pages(work: Path, now: datetime | None = None) -> tuple[Path, Path]:
     """
     from feedback.teacher.pages.summary import write_summary
 
-    data = class_data(work, now=now)
-    summary = write_summary(work / SUMMARY_HTML, data)
-    notes = work / MISTAKES_MD
+    workspace = settings.workspace
+    data = class_data(workspace, settings.labs, tables, now=now)
+    summary = write_summary(workspace, data)
+    notes = workspace.mistakes_list
     files.write_text(notes, lecture_notes(data))
     return summary, notes
 
 
-def refresh(work: Path) -> Path | None:
+def refresh(settings: Settings) -> Path | None:
     """Сводка заново после ручной проверки (``make feedback``, ``make export``); сбой сводки не
     отменяет сделанного командой — он только сказан. Возвращает путь или ``None``."""
-    if not (work / "gradebook.db").is_file():
+    if not settings.workspace.has_gradebook:
         return None
     try:
-        summary, _ = write_pages(work)
+        summary, _ = write_pages(settings)
     except Exception as error:
         print(
             f"Сводка для преподавателя не обновлена: {type(error).__name__}: {error}",

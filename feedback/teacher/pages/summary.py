@@ -37,6 +37,7 @@ from markupsafe import Markup
 
 from feedback.formatting import format_plain, plural
 from feedback.teacher.core import files
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.notebook.safe_html import CSP_META
 from feedback.teacher.pages import TEMPLATES
 from feedback.teacher.pages.class_data import (
@@ -101,18 +102,17 @@ def short_title(title: str) -> str:
     return head if dot else title
 
 
-def report_href(work: Path, student: str, lab: str) -> str | None:
-    """Относительная ссылка на отчёт учащегося или ``None``, если отчёта нет (или имя
-    выводит за папку отчётов)."""
+def report_href(workspace: Workspace, student: str, lab: str) -> str | None:
+    """Ссылка на отчёт учащегося относительно рабочей папки (там лежит summary.html) или
+    ``None``, если отчёта нет (или имя выводит за папку отчётов)."""
     if not student or student == "?" or not lab or lab == "?":
         return None
-    reports = (work / "feedback_reports").resolve()
+    reports = workspace.feedback_reports.resolve()
     path = (reports / student / lab / f"{lab}.html").resolve()
     if reports not in path.parents or not path.is_file():
         return None
-    return "/".join(
-        quote(part, safe="") for part in ("feedback_reports", student, lab, f"{lab}.html")
-    )
+    parts = (*workspace.feedback_reports.relative_to(workspace.folder).parts, student, lab)
+    return "/".join(quote(part, safe="") for part in (*parts, f"{lab}.html"))
 
 
 # --------------------------------------------------------------------------- диаграммы
@@ -255,7 +255,7 @@ def environment():
     return env
 
 
-def render(data: ClassData, work: Path) -> str:
+def render(data: ClassData, workspace: Workspace) -> str:
     """Вся страница."""
     labs = [lab for lab in data.labs if data.scores.get(lab) or data.works(lab)]
     sections = []
@@ -279,7 +279,7 @@ def render(data: ClassData, work: Path) -> str:
         )
 
     def href(student: str | None, lab: str | None) -> str | None:
-        return report_href(work, student or "", lab or "")
+        return report_href(workspace, student or "", lab or "")
 
     page = (
         environment()
@@ -298,7 +298,7 @@ def render(data: ClassData, work: Path) -> str:
     return page
 
 
-def write_summary(path: Path, data: ClassData) -> Path:
+def write_summary(workspace: Workspace, data: ClassData) -> Path:
     """Пишет summary.html в рабочую папку (ссылки — относительно неё)."""
-    files.write_text(path, render(data, path.parent))
-    return path
+    files.write_text(workspace.summary, render(data, workspace))
+    return workspace.summary

@@ -21,10 +21,12 @@ from feedback.teacher.core.tables import (
     Problem,
     ReviewRow,
     TimingRow,
+    as_stored,
     cells,
     read_rows,
     write_rows,
 )
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.intake.exchange import FILE_PREFIX as EXCHANGE_ROWS
 from feedback.teacher.records.mistakes import mistake_rows
 
@@ -66,17 +68,32 @@ class ClassTables:
         )
         self.mistakes += mistake_rows(result)
 
+    @classmethod
+    def read(cls, workspace: Workspace) -> ClassTables:
+        """Таблицы класса, как они лежат в рабочей папке (сводка без ``make grade``)."""
+        return cls(
+            read_rows(workspace.table(Problem), Problem),
+            read_rows(workspace.table(ReviewRow), ReviewRow),
+            read_rows(workspace.table(CaseRow), CaseRow),
+            read_rows(workspace.table(TimingRow), TimingRow),
+            read_rows(workspace.table(MistakeRow), MistakeRow),
+        )
+
     def touched(self) -> set[Work]:
         """Работы, о которых этот запуск что-то знает: оценённые и ставшие строками problems.csv."""
         works = {(row.student_id, row.lab) for row in self.timings}
         return works | {(problem.student, problem.lab) for problem in self.problems}
 
 
-def write(work: Path, tables: ClassTables) -> None:
+def write(workspace: Workspace, tables: ClassTables) -> ClassTables:
     """Пишет пять таблиц в рабочую папку: строки этого запуска и прежних (:func:`with_earlier`).
 
     Строки этого запуска идут по учащемуся и лабораторной (находки — ещё по ячейке и строке
     кода), строки вместе с прежними — по всем столбцам (:func:`natural`).
+
+    Возвращает записанное — все строки таблиц такими, какими их прочитает
+    :meth:`ClassTables.read` (:func:`feedback.teacher.core.tables.as_stored`): сводка после
+    оценивания берёт их отсюда, а не перечитывает только что записанные файлы.
     """
     touched = tables.touched()
     ordered: list[tuple[type, list[Any]]] = [
@@ -86,9 +103,13 @@ def write(work: Path, tables: ClassTables) -> None:
         (TimingRow, sorted(tables.timings, key=lambda t: (t.student_id, t.lab))),
         (MistakeRow, sorted(tables.mistakes, key=cells)),
     ]
+    written: dict[type, list[Any]] = {}
     for row_type, rows in ordered:
-        path = work / row_type.FILE
-        write_rows(path, row_type, with_earlier(path, row_type, rows, touched))
+        path = workspace.table(row_type)
+        merged = with_earlier(path, row_type, rows, touched)
+        write_rows(path, row_type, merged)
+        written[row_type] = as_stored(row_type, merged)
+    return ClassTables(*(written[row_type] for row_type, _ in ordered))
 
 
 def natural(row: Any) -> list[tuple[int, Any]]:

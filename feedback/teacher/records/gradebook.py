@@ -26,8 +26,9 @@ import nbformat
 
 from feedback.teacher.core import files
 from feedback.teacher.core.results import UnitResult
-from feedback.teacher.core.settings import COURSE_ID, Settings, gradebook_url
+from feedback.teacher.core.settings import COURSE_ID, Settings
 from feedback.teacher.core.tables import GradeRow, ManualArchiveRow, TaskGradeRow, write_rows
+from feedback.teacher.core.workspace import Workspace
 
 NO_RESPONSE = "Нет ответа."
 #: Почему снята ручная оценка (то же, что у feedback.teacher.records.ledger.ANSWER_CHANGED).
@@ -38,23 +39,25 @@ def _fingerprint(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def register(work: Path) -> dict[str, nbformat.NotebookNode]:
-    """Заносит лабораторные в базу (если исходник изменился) и возвращает их выпуски.
+def register(settings: Settings) -> dict[str, nbformat.NotebookNode]:
+    """Заносит лабораторные курса (``settings.labs``) в базу, если исходник изменился, и
+    возвращает их выпуски.
 
-    Выпуск (``release/<лаб>/<лаб>.ipynb`` в рабочей папке) — то, с чем сверяются
+    Выпуск (:meth:`Workspace.released` в рабочей папке) — то, с чем сверяются
     работы: те же ячейки и контрольные суммы, что в базе. Регистрирует сам nbgrader
     (``generate_assignment``) в этом же процессе: без запуска интерпретатора на каждую
     лабораторную это доли секунды.
     """
-    stamps_file = work / "release" / "sources.json"
+    workspace = settings.workspace
+    stamps_file = workspace.sources
     stamps = json.loads(stamps_file.read_text()) if stamps_file.exists() else {}
     releases, api = {}, None
-    for source in (lab.source for lab in Settings().labs):
-        lab = source.parent.name
-        released = work / "release" / lab / source.name
+    for item in settings.labs:
+        lab, source = item.id, item.source
+        released = workspace.released(lab)
         fingerprint = _fingerprint(source)
         if stamps.get(lab) != fingerprint or not released.exists():
-            api = api or _api(work)
+            api = api or _api(settings)
             with _scripts_on_path():
                 result = api.generate_assignment(lab, force=True, create=True)
             if not result["success"]:
@@ -66,13 +69,12 @@ def register(work: Path) -> dict[str, nbformat.NotebookNode]:
     return releases
 
 
-def _api(work: Path) -> Any:
+def _api(settings: Settings) -> Any:
     """nbgrader с настройками курса (nbgrader_config.py) и выпуском в рабочую папку."""
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
     _read_alembic_version_in_process()
-    settings = Settings(work=work)
     config = PyFileConfigLoader("nbgrader_config.py", path=str(settings.root)).load_config()
     for name, value in settings.course_directory().items():
         setattr(config.CourseDirectory, name, value)
@@ -91,12 +93,12 @@ def _scripts_on_path() -> Iterator[None]:
         os.environ["PATH"] = saved
 
 
-def _open(work: Path) -> Any:
+def _open(workspace: Workspace) -> Any:
     from nbgrader.api import Gradebook
 
     _read_alembic_version_in_process()
     with _scripts_on_path():  # новую базу nbgrader помечает версией из alembic
-        return Gradebook(gradebook_url(work), COURSE_ID)
+        return Gradebook(workspace.gradebook_url, COURSE_ID)
 
 
 @functools.cache
@@ -137,10 +139,9 @@ class Recorded:
 
     ``answers`` — задание → отпечаток того, что оценивалось (для снимка баллов,
     :mod:`feedback.teacher.records.ledger`); ``reopened`` — строки manual_archive.csv: ручные
-    оценки,
-    снятые потому, что ответ изменился; ``pending`` — сколько баллов работы ждёт ручной оценки
-    после записи (:attr:`LabResult.pending_points`: строка хода оценивания называет это число,
-    а не все баллы письменных ответов лабораторной).
+    оценки, снятые потому, что ответ изменился; ``pending`` — сколько баллов работы ждёт ручной
+    оценки после записи (:attr:`LabResult.pending_points`: строка хода оценивания называет это
+    число, а не все баллы письменных ответов лабораторной).
     """
 
     path: Path
@@ -150,26 +151,48 @@ class Recorded:
 
 
 def record(
-    work: Path,
+    workspace: Workspace,
     result: UnitResult,
     upload: str | None = None,
     graded_before: Mapping[str, str] | None = None,
-    archive: Callable[[list[ManualArchiveRow]], None] | None = None,
 ) -> Recorded:
     """Записывает результат единицы в базу и кладёт проверенную тетрадку на место.
 
+    Возвращает, что записано, и в нём — снятые ручные оценки (``reopened``). Снятые оценки
+    в manual_archive.csv пишет вызывающий; чтобы архив был записан раньше, чем оценка уйдёт из
+    базы, — :func:`recording`, как это делает ``make grade``.
+    """
+    with recording(workspace, result, upload, graded_before) as recorded:
+        pass
+    return recorded
+
+
+@contextlib.contextmanager
+def recording(
+    workspace: Workspace,
+    result: UnitResult,
+    upload: str | None = None,
+    graded_before: Mapping[str, str] | None = None,
+) -> Iterator[Recorded]:
+    """Запись результата единицы в базу: внутри ``with`` — что будет записано, на выходе — запись.
+
     Ручная оценка остаётся за преподавателем, пока оценённое им то же: для письменного ответа
     — текст ответа, для задания автопроверки — сданный файл (``upload``, его отпечаток).
-    ``graded_before`` — отпечатки из снимка прошлого запуска; изменилось — оценка снимается
-    (балл и комментарий сначала уходят в ``archive``), и задание снова ждёт проверки.
-    Неизменённое и уже оценённое вручную не просит проверки снова.
+    ``graded_before`` — отпечатки из снимка прошлого запуска; изменилось — оценка снимается, и
+    задание снова ждёт проверки. Неизменённое и уже оценённое вручную не просит проверки снова.
+
+    Внутри ``with`` база ещё прежняя: снятые оценки (``reopened`` — строки
+    manual_archive.csv) вызывающий успевает сохранить
+    (:func:`feedback.teacher.records.ledger.archive_manual`) до того, как они уйдут из базы.
+    Исключение внутри ``with`` — и в базе ничего не меняется. На выходе изменения
+    записываются в базу, а проверенная тетрадка — в ``autograded/<учащийся>/<лаб>/``.
     """
     from nbgrader.utils import compute_checksum, determine_grade
 
     student, lab = result.student, result.lab
     # HTML из работы уже очищен в единице (feedback.teacher.unit.pipeline.run_unit).
     notebook = nbformat.reads(json.dumps(result.autograded), as_version=4)
-    folder = work / "autograded" / student / lab
+    folder = workspace.autograded / student / lab
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{lab}.ipynb"
     # Проверенная тетрадка прошлого запуска — то, что преподаватель видел в formgrader: из неё
@@ -180,77 +203,77 @@ def record(
     # нули — не оценка (formgrader помечает их «needs manual grade», выгрузка оставляет пусто).
     flagged = bool(result.review) or not result.assessed
     tests = result.tests
-    timestamp = _submitted_timestamp(work, student, lab)
+    timestamp = _submitted_timestamp(workspace, student, lab)
     graded_before = graded_before or {}
     answers: dict[str, str] = {}
     reopened: list[ManualArchiveRow] = []
-    with _open(work) as gb, warnings.catch_warnings():
-        # nbgrader создаёт ячейки работы через автосброс сессии SQLAlchemy и ворчит об этом.
-        warnings.simplefilter("ignore", category=Warning)
-        gb.update_or_create_student(student)
-        gb.update_or_create_submission(lab, student, timestamp=timestamp)
-        for cell in notebook.cells:
-            grading = cell.metadata.get("nbgrader", {})
-            grade_id = grading.get("grade_id")
-            if not grade_id:
-                continue
-            if grading.get("grade"):
-                grade = gb.find_grade(grade_id, lab, lab, student)
-                if grading.get("solution"):  # письменный ответ: 0, если не тронут, иначе вручную
-                    grade.auto_score, _ = determine_grade(cell)
-                    needs_review = grade.auto_score is None
-                    now = compute_checksum(cell)
-                else:  # автопроверка: только вердикт единицы, без вердикта — ноль
-                    test = tests.get(grade_id)
-                    grade.auto_score = float(test.score) if test is not None else 0.0
-                    needs_review = flagged
-                    now = upload
-                if now is not None:
-                    answers[grade_id] = now
-                was = graded_before.get(grade_id)
-                if grade.manual_score is not None and None not in (was, now) and was != now:
-                    comment = (
-                        gb.find_comment(grade_id, lab, lab, student)
-                        if grading.get("solution")
-                        else None
-                    )
-                    old_comment = (comment.manual_comment or "") if comment else ""
-                    reopened.append(
-                        ManualArchiveRow(
-                            student,
-                            lab,
-                            grade_id,
-                            f"{grade.manual_score:g}",
-                            old_comment,
-                            ANSWER_CHANGED,
-                            answer_text(old_notebook, grade_id) if old_notebook else "",
-                            answer_text(notebook, grade_id),
+    with _open(workspace) as gb:
+        with warnings.catch_warnings():
+            # nbgrader создаёт ячейки работы через автосброс сессии SQLAlchemy и ворчит об этом.
+            warnings.simplefilter("ignore", category=Warning)
+            gb.update_or_create_student(student)
+            gb.update_or_create_submission(lab, student, timestamp=timestamp)
+            for cell in notebook.cells:
+                grading = cell.metadata.get("nbgrader", {})
+                grade_id = grading.get("grade_id")
+                if not grade_id:
+                    continue
+                if grading.get("grade"):
+                    grade = gb.find_grade(grade_id, lab, lab, student)
+                    # Письменный ответ: 0, если не тронут, иначе вручную.
+                    if grading.get("solution"):
+                        grade.auto_score, _ = determine_grade(cell)
+                        needs_review = grade.auto_score is None
+                        now = compute_checksum(cell)
+                    else:  # автопроверка: только вердикт единицы, без вердикта — ноль
+                        test = tests.get(grade_id)
+                        grade.auto_score = float(test.score) if test is not None else 0.0
+                        needs_review = flagged
+                        now = upload
+                    if now is not None:
+                        answers[grade_id] = now
+                    was = graded_before.get(grade_id)
+                    if grade.manual_score is not None and None not in (was, now) and was != now:
+                        comment = (
+                            gb.find_comment(grade_id, lab, lab, student)
+                            if grading.get("solution")
+                            else None
                         )
+                        old_comment = (comment.manual_comment or "") if comment else ""
+                        reopened.append(
+                            ManualArchiveRow(
+                                student,
+                                lab,
+                                grade_id,
+                                f"{grade.manual_score:g}",
+                                old_comment,
+                                ANSWER_CHANGED,
+                                answer_text(old_notebook, grade_id) if old_notebook else "",
+                                answer_text(notebook, grade_id),
+                            )
+                        )
+                        grade.manual_score = None
+                        if comment is not None:
+                            comment.manual_comment = None
+                        grade.needs_manual_grade = needs_review
+                    else:
+                        # Оценённое вручную и не изменившееся снова не просит проверки.
+                        grade.needs_manual_grade = grade.manual_score is None and needs_review
+                if grading.get("solution") or grading.get("task"):
+                    comment = gb.find_comment(grade_id, lab, lab, student)
+                    unchanged = grading.get("checksum") == compute_checksum(cell)
+                    comment.auto_comment = (
+                        NO_RESPONSE if unchanged and grading.get("solution") else None
                     )
-                    grade.manual_score = None
-                    if comment is not None:
-                        comment.manual_comment = None
-                    grade.needs_manual_grade = needs_review
-                else:
-                    # Оценённое вручную и не изменившееся снова не просит проверки.
-                    grade.needs_manual_grade = grade.manual_score is None and needs_review
-            if grading.get("solution") or grading.get("task"):
-                comment = gb.find_comment(grade_id, lab, lab, student)
-                unchanged = grading.get("checksum") == compute_checksum(cell)
-                comment.auto_comment = (
-                    NO_RESPONSE if unchanged and grading.get("solution") else None
-                )
-        if reopened and archive is not None:
-            archive(reopened)  # до того, как снятые оценки уйдут из базы
+            graded = gb.find_submission_notebook(lab, lab, student).grades
+            pending = sum(
+                float(grade.max_score or 0)
+                for grade in graded
+                if manual_pending(grade.auto_score, grade.manual_score)
+            )
+        yield Recorded(path, answers, reopened, pending)
         gb.db.commit()
-        graded = gb.find_submission_notebook(lab, lab, student).grades
-        pending = sum(
-            float(grade.max_score or 0)
-            for grade in graded
-            if manual_pending(grade.auto_score, grade.manual_score)
-        )
     files.write_text(path, nbformat.writes(notebook))
-    return Recorded(path, answers, reopened, pending)
 
 
 def _read_notebook(path: Path) -> nbformat.NotebookNode | None:
@@ -281,7 +304,7 @@ def answer_text(notebook: nbformat.NotebookNode, grade_id: str) -> str:
     return CELL_BREAK.join(solutions)
 
 
-def _submitted_timestamp(work: Path, student: str, lab: str) -> Any:
+def _submitted_timestamp(workspace: Workspace, student: str, lab: str) -> Any:
     """Папка работы в submitted/ для formgrader и время сдачи из её timestamp.txt, если он есть.
 
     formgrader считает работы лабораторной («Submissions») по папкам
@@ -293,7 +316,7 @@ def _submitted_timestamp(work: Path, student: str, lab: str) -> Any:
     """
     from nbgrader.utils import parse_utc
 
-    folder = work / "submitted" / student / lab
+    folder = workspace.submitted / student / lab
     folder.mkdir(parents=True, exist_ok=True)
     try:
         text = (folder / "timestamp.txt").read_text(encoding="utf-8").strip()
@@ -302,7 +325,7 @@ def _submitted_timestamp(work: Path, student: str, lab: str) -> Any:
         return None
 
 
-def import_students(work: Path, people: Iterable[Mapping[str, str]]) -> int:
+def import_students(workspace: Workspace, people: Iterable[Mapping[str, str]]) -> int:
     """Список учащихся → база оценок, как ``nbgrader db student import``.
 
     Та же логика, что у ``DbGenericImportApp`` nbgrader: берутся только столбцы таблицы
@@ -314,7 +337,7 @@ def import_students(work: Path, people: Iterable[Mapping[str, str]]) -> int:
 
     columns = set(Student.__table__.c.keys())
     count = 0
-    with _open(work) as gb:
+    with _open(workspace) as gb:
         for fields in people:
             instance = {key: value or None for key, value in fields.items() if key in columns}
             person = instance.pop("id")
@@ -412,13 +435,13 @@ class LabResult:
         return not (self.pending_points or self.flagged_points)
 
 
-def results(work: Path) -> dict[tuple[str, str], LabResult]:
+def results(workspace: Workspace) -> dict[tuple[str, str], LabResult]:
     """Все сданные работы из базы: (id учащегося, лабораторная) → :class:`LabResult`.
 
     Только то, что сдано: учащийся, не сдавший лабораторную, здесь не появляется.
     """
     found = {}
-    with _open(work) as gb:
+    with _open(workspace) as gb:
         for assignment in gb.assignments:
             for submission in gb.assignment_submissions(assignment.name):
                 tasks = {}
@@ -444,9 +467,9 @@ def results(work: Path) -> dict[tuple[str, str], LabResult]:
     return found
 
 
-def students(work: Path) -> dict[str, tuple[str | None, str | None, str | None]]:
+def students(workspace: Workspace) -> dict[str, tuple[str | None, str | None, str | None]]:
     """Учащиеся в базе: id → (фамилия, имя, почта)."""
-    with _open(work) as gb:
+    with _open(workspace) as gb:
         return {s.id: (s.last_name, s.first_name, s.email) for s in gb.students}
 
 
@@ -455,7 +478,7 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def export(work: Path) -> tuple[Path, Path]:
+def export(workspace: Workspace) -> tuple[Path, Path]:
     """grades.csv (итог работы) и grades_by_task.csv (баллы по каждому заданию).
 
     Столбцы grades.csv — те же, что у экспорта nbgrader, но строка есть только у сданной
@@ -468,9 +491,9 @@ def export(work: Path) -> tuple[Path, Path]:
     :class:`~feedback.teacher.core.tables.TaskGradeRow`; всё пишет :func:`write_rows` (имена из
     списка учащихся — тоже).
     """
-    found = results(work)
-    people = students(work)
-    grades = work / GradeRow.FILE
+    found = results(workspace)
+    people = students(workspace)
+    grades = workspace.table(GradeRow)
     rows = []
     for (student, lab), result in sorted(found.items(), key=lambda item: (item[0][1], item[0][0])):
         last, first, email = people.get(student, (None, None, None))
@@ -492,7 +515,7 @@ def export(work: Path) -> tuple[Path, Path]:
             )
         )
     write_rows(grades, GradeRow, rows)
-    by_task = work / TaskGradeRow.FILE
+    by_task = workspace.table(TaskGradeRow)
     task_rows = [
         TaskGradeRow(student, lab, grade_id, task.auto, task.max, task.manual, task.score)
         for (student, lab), result in sorted(found.items())

@@ -6,9 +6,9 @@
 
 - ``changes.csv`` — чьи баллы изменились и почему (:func:`changes`);
 - ручная оценка остаётся за преподавателем, пока ответ, который он оценил, тот же; изменился
-  ответ — оценка снимается, прежние балл и комментарий уходят в ``manual_archive.csv``
-  (:func:`archive_manual`), а задание снова ждёт проверки
-  (:func:`feedback.teacher.records.gradebook.record`).
+  ответ — оценка снимается (:func:`feedback.teacher.records.gradebook.recording` отдаёт
+  снятые оценки), прежние балл и комментарий уходят в ``manual_archive.csv``
+  (:func:`archive_manual`), а задание снова ждёт проверки.
 
 Снимок пишется последним шагом запуска: оборванный раньше запуск повторяется с тем же
 прежним снимком, и его changes.csv — тот же, что у запуска без обрыва.
@@ -26,7 +26,6 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from feedback.teacher.core import files
@@ -38,17 +37,18 @@ from feedback.teacher.core.tables import (
     safe_cell,
     write_rows,
 )
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.records import gradebook
 
 #: Баллы прошлого запуска по заданиям и отпечатки оценённых работ и ответов.
-SCORES = "scores.json"
+SCORES = Workspace.SCORES
 CHANGES = ChangeRow.FILE
 #: Снятые ручные оценки: ответ изменился после проверки.
 MANUAL_ARCHIVE = ManualArchiveRow.FILE
 #: Почему ручная оценка снята (changes.csv и manual_archive.csv).
 ANSWER_CHANGED = gradebook.ANSWER_CHANGED
 #: Баллы в базе в начале запуска (с ручными оценками, поставленными после снимка).
-START = "scores-start.json"
+START = Workspace.SCORES_START
 
 Key = tuple[str, str]
 
@@ -92,9 +92,9 @@ def _parse(data: dict[str, Any]) -> dict[Key, Graded]:
     }
 
 
-def load_scores(work: Path) -> dict[Key, Graded] | None:
+def load_scores(workspace: Workspace) -> dict[Key, Graded] | None:
     """Снимок баллов прошлого запуска (scores.json) или ``None``, если его нет."""
-    path = work / SCORES
+    path = workspace.scores
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -102,14 +102,14 @@ def load_scores(work: Path) -> dict[Key, Graded] | None:
     return _parse(data)
 
 
-def previous_scores(work: Path) -> Scores:
+def previous_scores(workspace: Workspace) -> Scores:
     """Баллы прошлого запуска: снимок scores.json, а без него (первый запуск) — что в базе."""
-    before = load_scores(work)
-    return current_scores(work, {}) if before is None else before
+    before = load_scores(workspace)
+    return current_scores(workspace, {}) if before is None else before
 
 
 def current_scores(
-    work: Path,
+    workspace: Workspace,
     uploads_now: dict[Key, str],
     earlier: dict[Key, Graded] | None = None,
     answers_now: dict[Key, dict[str, str]] | None = None,
@@ -117,7 +117,7 @@ def current_scores(
     """Баллы из базы сейчас; отпечатки — этого запуска или, если работа не оценивалась, прежние."""
     earlier, answers_now = earlier or {}, answers_now or {}
     found = {}
-    for key, result in gradebook.results(work).items():
+    for key, result in gradebook.results(workspace).items():
         before = earlier.get(key)
         upload = uploads_now.get(key) or (before.upload if before else None)
         answers = answers_now.get(key, before.answers if before else {})
@@ -141,40 +141,40 @@ def _dump(scores: dict[Key, Graded]) -> list[dict[str, Any]]:
     ]
 
 
-def save_scores(work: Path, scores: dict[Key, Graded]) -> None:
+def save_scores(workspace: Workspace, scores: dict[Key, Graded]) -> None:
     data = {"works": _dump(scores)}
-    files.write_text(work / SCORES, json.dumps(data, ensure_ascii=False, indent=1))
+    files.write_text(workspace.scores, json.dumps(data, ensure_ascii=False, indent=1))
 
 
-def _snapshot_digest(work: Path) -> str:
+def _snapshot_digest(workspace: Workspace) -> str:
     try:
-        return hashlib.sha256((work / SCORES).read_bytes()).hexdigest()
+        return hashlib.sha256(workspace.scores.read_bytes()).hexdigest()
     except OSError:
         return ""
 
 
-def run_start(work: Path, before: dict[Key, Graded]) -> dict[Key, Graded]:
+def run_start(workspace: Workspace, before: dict[Key, Graded]) -> dict[Key, Graded]:
     """Баллы в базе в начале запуска, отпечатки — из снимка ``before`` (см. модуль).
 
     Файл запуска, оборванного после того же снимка, берётся как есть; файл от другого снимка
     (запуск дошёл до конца) — нет.
     """
-    path, basis = work / START, _snapshot_digest(work)
+    path, basis = workspace.scores_start, _snapshot_digest(workspace)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("basis") == basis:
             return _parse(data)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    start = current_scores(work, {}, before)
+    start = current_scores(workspace, {}, before)
     data = {"basis": basis, "works": _dump(start)}
     files.write_text(path, json.dumps(data, ensure_ascii=False, indent=1))
     return start
 
 
-def finish_run(work: Path) -> None:
+def finish_run(workspace: Workspace) -> None:
     """Запуск дошёл до конца (снимок записан): баллы начала запуска больше не нужны."""
-    (work / START).unlink(missing_ok=True)
+    workspace.scores_start.unlink(missing_ok=True)
 
 
 def _points(value: float | None) -> str:
@@ -261,19 +261,19 @@ def _automatic_changed(old: gradebook.TaskScore | None, new: gradebook.TaskScore
     return old.auto != new.auto or (unreviewed and old.needs_manual != new.needs_manual)
 
 
-def write_changes(work: Path, rows: Iterable[ChangeRow]) -> None:
+def write_changes(workspace: Workspace, rows: Iterable[ChangeRow]) -> None:
     """changes.csv этого запуска (:func:`changes`): прежний файл заменяется целиком."""
-    write_rows(work / CHANGES, ChangeRow, rows)
+    write_rows(workspace.table(ChangeRow), ChangeRow, rows)
 
 
-def archive_manual(work: Path, rows: Iterable[ManualArchiveRow]) -> None:
+def archive_manual(workspace: Workspace, rows: Iterable[ManualArchiveRow]) -> None:
     """Дописывает снятые ручные оценки в manual_archive.csv (целиком, атомарно).
 
     Пишется до того, как оценка уйдёт из базы; строка, уже записанная прерванным запуском, не
     повторяется. Прочитанные строки — как в файле (с апострофом :func:`safe_cell`), поэтому
     сравниваются обезвреженными: комментарий «=…» тоже узнаётся.
     """
-    path = work / MANUAL_ARCHIVE
+    path = workspace.table(ManualArchiveRow)
     kept = read_rows(path, ManualArchiveRow)
     written = {tuple(safe_cell(cell) for cell in cells(row)) for row in kept}
     new = [row for row in rows if tuple(safe_cell(cell) for cell in cells(row)) not in written]

@@ -18,7 +18,7 @@ from feedback.teacher.core.results import UnitResult
 from feedback.teacher.core.tables import MistakeRow
 
 #: Учащийся не приступал к заданию: его ячейки решения — заготовка лабораторной
-#: (:func:`feedback.teacher.pages.analytics.not_attempted`). Не ошибка в ответе, а его отсутствие:
+#: (:func:`not_attempted`). Не ошибка в ответе, а его отсутствие:
 #: в mistakes.csv, mistakes.md и сводке — отдельно от «неверно».
 NOT_ATTEMPTED = "not_attempted"
 NOT_ATTEMPTED_TEXT = "не приступал: ячейки решения — заготовка лабораторной"

@@ -223,7 +223,7 @@ def test_columns_are_found_by_name_and_a_missing_one_reads_empty(tmp_path):
     path = tmp_path / "timings.csv"
     path.write_text("lab,seconds,student_id,extra\r\nlab_7_2,1.5,ivanov,x\r\n", encoding="utf-8")
     assert tables.read_rows(path, tables.TimingRow) == [
-        tables.TimingRow("ivanov", "lab_7_2", "1.5", "", "", "")
+        tables.TimingRow("ivanov", "lab_7_2", 1.5, None, None, "")
     ]
     grades = tmp_path / "grades.csv"
     grades.write_text("assignment,student_id,score\r\nlab_7_2,ivanov,3.5\r\n", encoding="utf-8")
@@ -270,12 +270,13 @@ def test_a_field_type_that_csv_cannot_hold_is_refused():
 
 def test_measured_timings_are_rounded_like_the_table_says():
     row = tables.TimingRow.measured("ivanov", "lab", 12.345, 10.06, 300 * 1024 * 1024, warm=True)
-    assert row == tables.TimingRow("ivanov", "lab", "12.3", "10.1", "300", "template")
+    assert row == tables.TimingRow("ivanov", "lab", 12.345, 10.06, 300.0, "template")
+    assert tables.cells(row) == ["ivanov", "lab", "12.3", "10.1", "300", "template"]
     fresh = tables.TimingRow.measured("ivanov", "lab", 2.0, 1.0)
     assert fresh.kernel == "fresh"
-    assert tables.TimingRow.measured("ivanov", "lab", None) == tables.TimingRow(
-        "ivanov", "lab", "", "", "", ""
-    )
+    unmeasured = tables.TimingRow.measured("ivanov", "lab", None)
+    assert unmeasured == tables.TimingRow("ivanov", "lab", None, None, None, "")
+    assert tables.cells(unmeasured) == ["ivanov", "lab", None, None, None, ""]
     case = tables.CaseRow.drawn("ivanov", "lab", "check", {"модель": "BERT", "n": [1, 2]})
     assert json.loads(case.params) == {"модель": "BERT", "n": [1, 2]}
     assert "модель" in case.params  # кириллица — как есть

@@ -15,6 +15,7 @@ import pytest
 from feedback.teacher.core.results import TaskOutcome, UnitResult
 from feedback.teacher.core.settings import PACKAGE, Settings
 from feedback.teacher.core.tables import CaseRow, Problem, ReviewRow, TimingRow
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.grading import messages, reference
 from feedback.teacher.grading.grade import collect
 from feedback.teacher.grading.reference import reference_version
@@ -126,7 +127,7 @@ def test_tables_neutralise_formulas_from_uploads(tmp_path):
         cases=[CaseRow.drawn("ivanov", "lab", "\tx", {"a": -1})],
         timings=[TimingRow.measured("ivanov", "lab", 2.5)],
     )
-    class_tables.write(tmp_path, tables)
+    class_tables.write(Workspace(tmp_path), tables)
 
     def rows(name):
         with open(tmp_path / name, newline="", encoding="utf-8") as fh:

@@ -445,5 +445,5 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
     worksheet = _by(read_csv(Workspace(work).worksheet(LAB2)), "Идентификатор")
     assert worksheet["Участник 101"]["Оценка"] == ""  # не выставлена
     assert worksheet["Участник 102"]["Оценка"] == "5,00"
-    assert gradebook.results(work)[("ivanov", LAB2)].pending_points == 1
+    assert gradebook.results(Workspace(work))[("ivanov", LAB2)].pending_points == 1
     print(f"повторная сдача от архива до выгрузки: {time.monotonic() - started:.1f} с")

@@ -16,6 +16,7 @@ import pytest
 
 from feedback.teacher.commands import hub as hub_command
 from feedback.teacher.core.settings import COURSE_ID, ROOT, Settings
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.hub import lateness
 from feedback.teacher.hub import release as hub_release
 from feedback.teacher.intake import exchange
@@ -59,7 +60,7 @@ def test_make_collect_judges_by_the_rule_of_the_lateness_module(
     hub_release.prepare_exchange(settings)
     (settings.workspace.exchange / COURSE_ID / "outbound").mkdir(parents=True)
     due = datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=2)
-    with gradebook._open(settings.work) as gb:  # срок, как его ставит formgrader
+    with gradebook._open(Workspace(settings.work)) as gb:  # срок, как его ставит formgrader
         gb.update_or_create_assignment(LAB, duedate=due)
     _submit(settings, "ivanov")
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(settings.work))

@@ -20,6 +20,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from feedback.teacher.commands import hub as hub_command
 from feedback.teacher.core.settings import COURSE_ID, ROOT, Settings
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.hub import collect as hub_collect
 from feedback.teacher.hub import config as hub_config
 from feedback.teacher.hub import handback, lateness
@@ -254,7 +255,7 @@ def test_feedback_goes_only_to_the_submission_that_was_graded(tmp_path):
         )
         for student, nb in (("ivanov", graded), ("Petrova", newer))
     }
-    ledger.save_scores(settings.work, scores)
+    ledger.save_scores(settings.workspace, scores)
     resubmitted = settings.workspace.submitted / "Petrova" / LAB / f"{LAB}.ipynb"
     resubmitted.write_text(json.dumps({**newer, "cells": []}))
     found = {item.student: item.problem for item in handback.hub_feedback(settings)}
@@ -282,7 +283,7 @@ def test_late_submissions_are_named_against_the_due_date(tmp_path):
     срок и работа без времени сдачи (архив Moodle) — не опоздание."""
     settings = replace(Settings(), work=tmp_path)
     assert lateness.late(settings) == []  # базы ещё нет: сроков нет
-    with gradebook._open(tmp_path) as gb:
+    with gradebook._open(Workspace(tmp_path)) as gb:
         gb.update_or_create_assignment(LAB, duedate="2026-12-01 23:59:00 UTC")
     stamps = {
         "ivanov": "2026-12-03 23:58:30.500000 UTC",

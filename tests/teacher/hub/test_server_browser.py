@@ -117,11 +117,11 @@ def test_one_learner_through_the_hub_and_through_moodle_is_one_id(tmp_path, fres
     (collected / exchange.TIMESTAMP).write_text("2026-12-02 10:00:00.000000 UTC")
     (collected / exchange.SUBMISSION_SECRET).write_text("secret")
     grade.grade(roster_file=_roster(tmp_path), settings=settings)
-    through_hub = {key: scores for key, scores in ledger.load_scores(work).items()}
+    through_hub = {key: scores for key, scores in ledger.load_scores(Workspace(work)).items()}
     assert list(through_hub) == [("ivanov", LAB2)]
 
     grade.grade(_moodle_zip(tmp_path / "7.2.zip", notebook), settings=settings)
-    through_moodle = ledger.load_scores(work)
+    through_moodle = ledger.load_scores(Workspace(work))
     assert list(through_moodle) == [("ivanov", LAB2)]
     assert through_moodle[("ivanov", LAB2)].tasks == through_hub[("ivanov", LAB2)].tasks
     assert through_moodle[("ivanov", LAB2)].upload == through_hub[("ivanov", LAB2)].upload
@@ -176,7 +176,7 @@ def test_collect_takes_each_learners_latest_submission(tmp_path, fresh_work):
 
 def _manual(work: Path, student: str, score: float, comment: str) -> None:
     """Как formgrader: балл и комментарий письменному ответу, ответ больше не ждёт проверки."""
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         found = gb.find_grade(QUESTION, LAB2, LAB2, student)
         found.manual_score, found.needs_manual_grade = score, False
         gb.find_comment(QUESTION, LAB2, LAB2, student).manual_comment = comment
@@ -202,7 +202,7 @@ def test_a_resubmission_through_the_exchange_is_graded_as_a_new_moodle_upload(
     _submit(settings, "Petrova", FIRST_TIME, CORRECT, FIRST_ANSWER)
     hub_collect.collect(settings)
     grade.grade(roster_file=_roster(tmp_path), settings=settings)
-    first = {key: item.timestamp for key, item in gradebook.results(work).items()}
+    first = {key: item.timestamp for key, item in gradebook.results(Workspace(work)).items()}
     _manual(work, "ivanov", 1.0, COMMENT)
     _manual(work, "Petrova", 1.0, "Верно.")
 
@@ -212,14 +212,14 @@ def test_a_resubmission_through_the_exchange_is_graded_as_a_new_moodle_upload(
     hub_collect.collect(settings)
     grade.grade(settings=settings)
 
-    results = gradebook.results(work)
+    results = gradebook.results(Workspace(work))
     ivanov, petrova = results[("ivanov", LAB2)], results[("Petrova", LAB2)]
     assert ivanov.timestamp > first[("ivanov", LAB2)]
     assert petrova.timestamp > first[("Petrova", LAB2)]
     assert ivanov.tasks["check_compute_num_flops"].score == 2  # оценена пересдача
     assert (ivanov.tasks[QUESTION].manual, ivanov.tasks[QUESTION].waiting) == (1.0, False)
     assert (petrova.tasks[QUESTION].manual, petrova.tasks[QUESTION].pending) == (None, True)
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         assert gb.find_comment(QUESTION, LAB2, LAB2, "ivanov").manual_comment == COMMENT
         assert gb.find_comment(QUESTION, LAB2, LAB2, "Petrova").manual_comment is None
     changes = _changes(work)
@@ -242,7 +242,7 @@ def test_a_resubmission_through_the_exchange_is_graded_as_a_new_moodle_upload(
 
 def _due(settings: Settings, when: str) -> None:
     """Срок лабораторной в базе nbgrader — как его ставит преподаватель в formgrader."""
-    with gradebook._open(settings.work) as gb:
+    with gradebook._open(settings.workspace) as gb:
         gb.update_or_create_assignment(LAB2, duedate=when)
 
 
@@ -275,7 +275,7 @@ def test_late_work_and_a_learner_without_work_are_as_with_moodle(
     grade.grade(moodle, roster_file=roster, settings=through_moodle)
     grades, lms = {}, {}
     for road, settings in (("hub", through_hub), ("moodle", through_moodle)):
-        gradebook.export(settings.work)
+        gradebook.export(settings.workspace)
         export.moodle_grades(settings)
         grades[road] = read_csv(settings.work / "grades.csv")
         lms[road] = read_csv(Workspace(settings.work).moodle_grades)
@@ -289,7 +289,7 @@ def test_late_work_and_a_learner_without_work_are_as_with_moodle(
     assert float(late_row["late_submission_penalty"]) == 0
     assert float(late_row["score"]) == float(late_row["raw_score"])  # без штрафа
     # Оценена поздняя сдача (верная функция), а не сданная вовремя.
-    tasks = gradebook.results(through_hub.work)[("ivanov", LAB2)].tasks
+    tasks = gradebook.results(Workspace(through_hub.work))[("ivanov", LAB2)].tasks
     assert tasks["check_compute_num_flops"].score == 2
     # Петрова ничего не сдала: её строка в выгрузке та же, что с Moodle, и без нулей.
     assert lms["hub"] == lms["moodle"]
@@ -622,7 +622,7 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
         source = graded_sources(settings, name)
         assert source["compute_num_flops"].strip() == TYPED[name]
         assert source[QUESTION].strip() == ANSWER[name]
-        graded[name] = ledger.load_scores(settings.work)[(name, LAB2)].tasks
+        graded[name] = ledger.load_scores(settings.workspace)[(name, LAB2)].tasks
     assert graded["ivanov"]["check_compute_num_flops"].score == 2
     assert graded["Petrova"]["check_compute_num_flops"].score == 0
 
@@ -660,7 +660,7 @@ def test_the_semester_through_the_hub(course_hub, monkeypatch):
     learner_resubmits(course_hub, "ivanov", REWRITTEN)
     hub_collect.collect(settings)
     grade.grade(settings=settings)
-    answer = gradebook.results(settings.work)[("ivanov", LAB2)].tasks[QUESTION]
+    answer = gradebook.results(settings.workspace)[("ivanov", LAB2)].tasks[QUESTION]
     assert (answer.manual, answer.pending) == (None, True)
     assert _changes(settings.work)[("ivanov", QUESTION)] == ("1", "", ledger.ANSWER_CHANGED)
     assert graded_sources(settings, "ivanov")[QUESTION].strip() == REWRITTEN

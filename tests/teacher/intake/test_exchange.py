@@ -274,7 +274,7 @@ def test_a_forged_future_time_does_not_block_a_resubmission(settings):
 @pytest.mark.slow  # база оценок nbgrader: импорт — секунды
 def test_a_forged_old_time_does_not_hide_lateness(settings):
     """Сдача после срока с 2019 годом в имени и timestamp.txt названа опоздавшей."""
-    with gradebook._open(settings.work) as gb:
+    with gradebook._open(settings.workspace) as gb:
         gb.update_or_create_assignment(
             LAB, duedate=datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=2)
         )

@@ -369,8 +369,9 @@ def test_the_roster_is_kept_in_the_work_folder_and_imported_like_nbgrader(tmp_pa
     people = prepare_roster(Workspace(work), given)
     assert Workspace(work).roster.read_text(encoding="utf-8") == ROSTER
     assert prepare_roster(Workspace(work)).people == people.people  # следующий архив — без ROSTER=
-    assert gradebook.import_students(work, [p.fields for p in people.people.values()]) == 3
-    assert gradebook.students(work) == {
+    fields = [p.fields for p in people.people.values()]
+    assert gradebook.import_students(Workspace(work), fields) == 3
+    assert gradebook.students(Workspace(work)) == {
         "ivanov": ("Иванов", "Иван", "ivanov@example.org"),
         "petrova": ("Петрова-Водкина", "Анна", "petrova@example.org"),
         "alekseev": ("Алексеев", "Пётр", None),  # пустая ячейка — None, как у nbgrader

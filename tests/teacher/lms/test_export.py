@@ -71,7 +71,7 @@ def result(student: str, lab: str, scores=None, answers=()) -> UnitResult:
 
 def set_manual(work: Path, student: str, lab: str, grade_id: str, score: float) -> None:
     """Как formgrader: ручная оценка, и задание больше не ждёт проверки."""
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         found = gb.find_grade(grade_id, lab, lab, student)
         found.manual_score = score
         found.needs_manual_grade = False
@@ -85,10 +85,10 @@ def work(tmp_path, monkeypatch, fresh_work):
     monkeypatch.setenv("COURSE7_GRADING_DIR", str(work))
     Workspace(work).roster.write_text(ROSTER, encoding="utf-8")
     people = roster.load_roster(Workspace(work).roster)
-    gradebook.import_students(work, [p.fields for p in people.people.values()])
-    gradebook.record(work, result("ivanov", LAB2, answers={"reflection_scaling"}))
-    gradebook.record(work, result("petrova", LAB2, {"check_final_results": 0.5}))
-    gradebook.record(work, result("ivanov", LAB4))
+    gradebook.import_students(Workspace(work), [p.fields for p in people.people.values()])
+    gradebook.record(Workspace(work), result("ivanov", LAB2, answers={"reflection_scaling"}))
+    gradebook.record(Workspace(work), result("petrova", LAB2, {"check_final_results": 0.5}))
+    gradebook.record(Workspace(work), result("ivanov", LAB4))
     roster.save_participants(
         Workspace(work),
         {("ivanov", LAB2): "101", ("petrova", LAB2): "102", ("ivanov", LAB4): "205"},
@@ -105,7 +105,7 @@ def rows_of(path: Path) -> list[list[str]]:
 
 
 def test_grades_csv_has_rows_only_for_submitted_works_and_parses_back(work):
-    grades, by_task = gradebook.export(work)
+    grades, by_task = gradebook.export(Workspace(work))
     header, *rows = rows_of(grades)
     assert header == tables.header(tables.GradeRow)
     assert all(len(row) == len(header) for row in rows)
@@ -129,7 +129,7 @@ def test_grades_csv_has_rows_only_for_submitted_works_and_parses_back(work):
 
 
 def test_make_feedback_refreshes_grades_after_manual_grading(work, capsys):
-    gradebook.export(work)
+    gradebook.export(Workspace(work))
     set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
     assert feedback_command.main([]) == 0
     rows = {(r[0], r[3]): r for r in rows_of(work / "grades.csv")[1:]}
@@ -174,7 +174,7 @@ def test_moodle_grades_is_empty_not_zero_where_nothing_is_final(work):
 
 
 def test_export_command_writes_everything_and_names_strangers(work, capsys):
-    gradebook.record(work, result("old_folder_id", LAB2))
+    gradebook.record(Workspace(work), result("old_folder_id", LAB2))
     assert export_command.main([]) == 0
     out = capsys.readouterr().out
     assert "old_folder_id" in out and "moodle_grades.csv" in out
@@ -352,7 +352,7 @@ def report_of(work: Path, student: str, lab: str) -> bytes:
 
 
 def test_feedback_zip_has_a_folder_per_learner_with_a_report_and_a_number(work, capsys):
-    gradebook.record(work, result("sidorov", LAB2))  # отчёт есть, номера участника нет
+    gradebook.record(Workspace(work), result("sidorov", LAB2))  # отчёт есть, номера участника нет
     reports.rewrite_all(Workspace(work))
     # Папки из скачанного архива: с «_» в имени Moodle прочёл бы «Ivan» как номер, у другой —
     # чужой номер. Обе составляются заново из имени и номера.
@@ -506,13 +506,13 @@ def test_tables_keep_rows_of_earlier_labs(tmp_path):
 
     first = [Problem("ivanov", LAB2, "a.ipynb", "пустой файл"), Problem("?", LAB2, "b", "кто?")]
     class_tables.write(
-        tmp_path,
+        Workspace(tmp_path),
         ClassTables(
             problems=first, timings=[timing("ivanov", LAB2, 1.0), timing("petrova", LAB2, 2.0)]
         ),
     )
     class_tables.write(
-        tmp_path,
+        Workspace(tmp_path),
         ClassTables(
             problems=[Problem("petrova", LAB4, "c.ipynb", "пустой файл")],
             timings=[timing("petrova", LAB2, 3.0), timing("petrova", LAB4, 4.0)],
@@ -596,7 +596,7 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
 
     manual_at = time.monotonic()
     set_manual(work, "ivanov", LAB2, "reflection_scaling", 1)
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         gb.find_comment("reflection_scaling", LAB2, LAB2, "ivanov").manual_comment = "Верно."
         gb.db.commit()
     assert feedback_command.main([]) == 0
@@ -618,28 +618,28 @@ def test_a_semester_round_trip_through_moodle(tmp_path, monkeypatch, sandbox, ca
         assert_feedback_zip_matches_download(work, lab, download)
 
     # Проверка «исправлена»: в прошлый раз она давала 0 за таблицу FLOPs, теперь — 2.
-    recorded = gradebook.record
+    recording = gradebook.recording
 
-    def old_check(work_, result_, **kwargs):
+    def old_check(workspace_, result_, *args, **kwargs):
         tests = {**result_.tests}
         tests["check_final_results"] = replace(tests["check_final_results"], score=0.0)
-        return recorded(work_, replace(result_, tests=tests), **kwargs)
+        return recording(workspace_, replace(result_, tests=tests), *args, **kwargs)
 
-    monkeypatch.setattr(grading.gradebook, "record", old_check)
+    monkeypatch.setattr(grading.gradebook, "recording", old_check)
     grading.grade(zip2, jobs=2)
     assert rows_of(work / "changes.csv")[1:] == [
         ["ivanov", LAB2, "check_final_results", "2", "0", "изменилась проверка"],
         ["ivanov", LAB2, "reflection_scaling", "", "1", "ручная оценка"],
         ["petrova", LAB2, "check_final_results", "2", "0", "изменилась проверка"],
     ]
-    monkeypatch.setattr(grading.gradebook, "record", recorded)
+    monkeypatch.setattr(grading.gradebook, "recording", recording)
     grading.grade(zip2, jobs=2)
     assert rows_of(work / "changes.csv") == [
         ["student_id", "lab", "task", "old_points", "new_points", "why"],
         ["ivanov", LAB2, "check_final_results", "0", "2", "изменилась проверка"],
         ["petrova", LAB2, "check_final_results", "0", "2", "изменилась проверка"],
     ]
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         assert gb.find_grade("reflection_scaling", LAB2, LAB2, "ivanov").manual_score == 1
         comment = gb.find_comment("reflection_scaling", LAB2, LAB2, "ivanov")
         assert comment.manual_comment == "Верно."

@@ -35,7 +35,9 @@ from feedback.engine.values import describe
 from feedback.generation.check import GENERATIONS
 from feedback.generation.prompts import PROMPTS
 from feedback.teacher.core.results import TaskOutcome, UnitResult
+from feedback.teacher.core.settings import Settings
 from feedback.teacher.core.tables import MistakeRow, TimingRow, header
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.pages import analytics
 from feedback.teacher.records import class_tables
 from feedback.teacher.records import mistakes as mistake_table
@@ -595,7 +597,7 @@ def test_lecture_notes_count_learners_not_tasks(tmp_path):
            "auto_score", "max_score", "manual_score", "score"], by_task)  # fmt: skip
     _table(tmp_path / analytics.MISTAKES_CSV, header(MistakeRow),
            [[s, LAB4, task, code, "", ""] for (s, task), code in failed.items()])  # fmt: skip
-    data = analytics.class_data(tmp_path)
+    data = analytics.class_data(Workspace(tmp_path), Settings().labs)
     notes = analytics.lecture_notes(data)
     assert "**функция вернула байты, а не ГиБ** (`memory.bytes_not_gib`) — 1 из 5 работ." in notes
     assert "(`memory.gradient_doubled`) — 2 из 5 работ." in notes
@@ -612,7 +614,10 @@ def test_lecture_notes_count_learners_not_tasks(tmp_path):
 
 
 def _auto_tasks(work: Path) -> dict[str, list[str]]:
-    return {lab: analytics.auto_tasks(release) for lab, release in analytics.releases(work).items()}
+    return {
+        lab: analytics.auto_tasks(release)
+        for lab, release in analytics.releases(Workspace(work), Settings().labs).items()
+    }
 
 
 @pytest.mark.slow
@@ -797,7 +802,7 @@ def _three_hundred(graded_class, target: Path) -> tuple[int, int]:
     shutil.copytree(source / "release", target / "release")
     shutil.copy(source / "gradebook.db", target / "gradebook.db")
     shutil.copytree(source / "feedback_reports", target / "feedback_reports")
-    originals = list(analytics.autograded(source))
+    originals = list(analytics.autograded(Workspace(source)))
     rng = random.Random(20)
     rows = {
         name: read_csv(source / name)
@@ -838,13 +843,13 @@ def _three_hundred(graded_class, target: Path) -> tuple[int, int]:
 def test_analytics_cost_under_five_percent_of_grading_300_works(graded_class, tmp_path, capsys):
     cpu, gpu = _three_hundred(graded_class, tmp_path)
     started = time.monotonic()
-    written = analytics.after_grading(tmp_path)
+    written = analytics.after_grading(Settings(work=tmp_path))
     seconds = time.monotonic() - started
     # База оценок скопирована у класса (его работ меньше 300): её чтение — пропорционально.
     read_started = time.monotonic()
-    analytics.pending_manual(graded_class.work)
+    analytics.pending_manual(Workspace(graded_class.work))
     gradebook_seconds = time.monotonic() - read_started
-    works_in_class = len(list(analytics.autograded(graded_class.work)))
+    works_in_class = len(list(analytics.autograded(Workspace(graded_class.work))))
     scaled = seconds + gradebook_seconds * (300 / works_in_class - 1)
     grading_seconds = cpu * CPU_WORK_SECONDS + gpu * GPU_WORK_SECONDS
     share = scaled / grading_seconds

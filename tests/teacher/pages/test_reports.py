@@ -147,7 +147,7 @@ def lab4_work(tmp_path_factory):
     work = tmp_path_factory.mktemp("reports-work")
     db = f"sqlite:///{work / 'gradebook.db'}"
     release = ROOT / "notebooks" / LAB4 / f"{LAB4}.ipynb"
-    with gradebook._open(work) as gb:  # база — так же, как её создаёт make grade
+    with gradebook._open(Workspace(work)) as gb:  # база — так же, как её создаёт make grade
         gb.update_or_create_assignment(LAB4)
     resources = {"nbgrader": {"notebook": LAB4, "assignment": LAB4, "db_url": db}}
     SaveCells().preprocess(nbformat.read(release, as_version=4), resources)
@@ -163,7 +163,7 @@ def lab4_work(tmp_path_factory):
         "check_calculate_input_data_memory": TaskOutcome(score=0.0, points=1),
     }
     autograded = nbformat.from_dict(json.loads(nbformat.writes(notebook)))
-    gradebook.record(work, UnitResult("ivanov", LAB4, autograded, tests))
+    gradebook.record(Workspace(work), UnitResult("ivanov", LAB4, autograded, tests))
     return work
 
 

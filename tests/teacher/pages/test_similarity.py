@@ -19,6 +19,8 @@ from itertools import combinations
 import pytest
 from corpus import LAB4
 
+from feedback.teacher.core.settings import Settings
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.pages import similarity
 from feedback.teacher.pages.similarity import Task, similar_pairs
 
@@ -445,7 +447,7 @@ def test_two_copied_short_answers_are_listed_and_the_question_alone_is_not(tmp_p
     release = student_notebook(LAB4)
     above = release["cells"][release["cells"].index(question) - 1]
     assert QUESTION_1 in "".join(above["source"])  # вопрос — текст выпуска
-    rows = read_csv(analytics.write_similar(work))
+    rows = read_csv(analytics.write_similar(Workspace(work), Settings().labs))
     found = {(row["lab"], row["task"], row["student_a"], row["student_b"]) for row in rows}
     assert found == {
         (LAB4, "reflection_largest", "copier_a", "copier_b"),

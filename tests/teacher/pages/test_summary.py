@@ -22,6 +22,7 @@ from corpus import LAB2, LAB4, PWNED
 from markupsafe import escape
 from page_checks import page_problems
 
+from feedback.teacher.core.settings import Settings
 from feedback.teacher.core.tables import (
     GradeRow,
     MistakeRow,
@@ -32,6 +33,7 @@ from feedback.teacher.core.tables import (
     header,
     read_rows,
 )
+from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.pages import analytics, summary
 from feedback.teacher.pages.analytics import ClassData, TaskStats
 from feedback.teacher.pages.class_data import Pending, Reopened
@@ -69,7 +71,7 @@ def hostile_data(work: Path) -> ClassData:
 
 
 def test_every_string_from_uploads_is_escaped(tmp_path):
-    page = summary.render(hostile_data(tmp_path), tmp_path)
+    page = summary.render(hostile_data(tmp_path), Workspace(tmp_path))
     assert "<script" not in page.lower()
     tags = _Tags()
     tags.feed(page)
@@ -101,10 +103,13 @@ class _Tags(HTMLParser):
 def test_links_only_to_reports_that_exist_inside_the_work_folder(tmp_path):
     (tmp_path / "feedback_reports" / "a" / LAB4).mkdir(parents=True)
     (tmp_path / "feedback_reports" / "a" / LAB4 / f"{LAB4}.html").write_text("x")
-    assert summary.report_href(tmp_path, "a", LAB4) == f"feedback_reports/a/{LAB4}/{LAB4}.html"
-    assert summary.report_href(tmp_path, "b", LAB4) is None
-    assert summary.report_href(tmp_path, "../..", LAB4) is None
-    assert summary.report_href(tmp_path, "a b", LAB4) is None
+    assert (
+        summary.report_href(Workspace(tmp_path), "a", LAB4)
+        == f"feedback_reports/a/{LAB4}/{LAB4}.html"
+    )
+    assert summary.report_href(Workspace(tmp_path), "b", LAB4) is None
+    assert summary.report_href(Workspace(tmp_path), "../..", LAB4) is None
+    assert summary.report_href(Workspace(tmp_path), "a b", LAB4) is None
 
 
 def _open(page_url: str, browser, shot: Path | None = None) -> dict:
@@ -155,8 +160,7 @@ def test_summary_page_in_chromium(graded_class, tmp_path):
 
     work = graded_class.work
     page_path = work / analytics.SUMMARY_HTML
-    hostile = tmp_path / "summary.html"
-    summary.write_summary(hostile, hostile_data(tmp_path))
+    hostile = summary.write_summary(Workspace(tmp_path), hostile_data(tmp_path))
     labs = {row.assignment for row in read_rows(work / GradeRow.FILE, GradeRow)}
     shot = SCREENSHOTS / "summary.png"
     with sync_playwright() as playwright:
@@ -246,7 +250,7 @@ class _Visible(HTMLParser):
 
 def test_the_page_speaks_course_words_and_codes_are_only_tooltips(tmp_path):
     work = course_work(tmp_path)
-    page = summary.render(analytics.class_data(work), work)
+    page = summary.render(analytics.class_data(Workspace(work), Settings().labs), Workspace(work))
     parsed = _Visible()
     parsed.feed(page)
     visible = " ".join(" ".join(parsed.text).split())
@@ -276,7 +280,9 @@ def test_the_page_says_as_of_when(tmp_path):
     text = analytics.as_of_text(moment)
     assert text.startswith("5 декабря 2026, ") and text.endswith(")")
     work = course_work(tmp_path)
-    page = summary.render(analytics.class_data(work, now=moment), work)
+    page = summary.render(
+        analytics.class_data(Workspace(work), Settings().labs, now=moment), Workspace(work)
+    )
     assert f"Состояние на {text}" in page
 
 
@@ -318,5 +324,5 @@ def test_the_guide_names_only_headings_the_page_has(tmp_path):
     }
     assert {"Ждут преподавателя", "Изменённые ответы", "Ждут оценки"} <= named
     headings = _Headings()
-    headings.feed(summary.render(hostile_data(tmp_path), tmp_path))
+    headings.feed(summary.render(hostile_data(tmp_path), Workspace(tmp_path)))
     assert named - headings.found == set(), sorted(headings.found)

@@ -17,6 +17,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from feedback.teacher.core.results import Finding, TaskOutcome, UnitResult
+from feedback.teacher.core.settings import Settings
 from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.course.release import ROOT
 from feedback.teacher.lms import export
@@ -38,7 +39,7 @@ def recorded(tmp_path_factory):
 
     work = tmp_path_factory.mktemp("flagged-work")
     release = ROOT / "notebooks" / LAB4 / f"{LAB4}.ipynb"
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         gb.update_or_create_assignment(LAB4)
     db = f"sqlite:///{work / 'gradebook.db'}"
     resources = {"nbgrader": {"notebook": LAB4, "assignment": LAB4, "db_url": db}}
@@ -54,7 +55,7 @@ def recorded(tmp_path_factory):
     finding = Finding(cell="Задание 1", line=1, code="import builtins", reason="подмена")
     autograded = nbformat.from_dict(json.loads(nbformat.writes(notebook)))
     result = UnitResult("ivanov", LAB4, autograded, tests, review=[finding])
-    gradebook.record(work, result)
+    gradebook.record(Workspace(work), result)
     return work
 
 
@@ -68,7 +69,7 @@ def flagged_work(recorded, tmp_path):
 
 def _set_manual(work, grade_id: str, score: float) -> None:
     """Как formgrader: ручная оценка, и задание больше не ждёт проверки."""
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         grade = gb.find_grade(grade_id, LAB4, LAB4, "ivanov")
         grade.manual_score = score
         grade.needs_manual_grade = False
@@ -96,21 +97,21 @@ class _PendingRows(HTMLParser):
 
 
 def _summary_pending(work) -> list[tuple[float, float]]:
-    data = analytics.class_data(work)
+    data = analytics.class_data(Workspace(work), Settings().labs)
     parsed = _PendingRows()
-    parsed.feed(summary.render(data, work))
+    parsed.feed(summary.render(data, Workspace(work)))
     return parsed.rows
 
 
 def _grades(work) -> dict[str, str]:
-    grades, _ = gradebook.export(work)
+    grades, _ = gradebook.export(Workspace(work))
     (row,) = read_csv(grades)
     return row
 
 
 def test_pending_means_one_thing_in_report_grades_summary_and_export(flagged_work):
     work = flagged_work
-    result = gradebook.results(work)[("ivanov", LAB4)]
+    result = gradebook.results(Workspace(work))[("ivanov", LAB4)]
     assert (result.pending_points, result.flagged_points) == (ANSWER_POINTS, AUTO_POINTS)
     row = _grades(work)
     assert (row["pending_manual_points"], row["needs_review_points"]) == ("2.0", "5.0")
@@ -126,7 +127,7 @@ def test_pending_means_one_thing_in_report_grades_summary_and_export(flagged_wor
 def test_graded_answer_and_reviewed_checks_each_clear_their_own_column(flagged_work):
     work = flagged_work
     _set_manual(work, "reflection_largest", 2.0)  # ответ оценён, просмотр — ещё нет
-    result = gradebook.results(work)[("ivanov", LAB4)]
+    result = gradebook.results(Workspace(work))[("ivanov", LAB4)]
     row = _grades(work)
     assert (row["pending_manual_points"], row["needs_review_points"]) == ("0.0", "5.0")
     assert _summary_pending(work) == [(0.0, AUTO_POINTS)]
@@ -136,7 +137,7 @@ def test_graded_answer_and_reviewed_checks_each_clear_their_own_column(flagged_w
     for grade_id in result.tasks:  # преподаватель посмотрел работу: оценки проверок — его
         if grade_id.startswith("check_"):
             _set_manual(work, grade_id, 0.0)
-    result = gradebook.results(work)[("ivanov", LAB4)]
+    result = gradebook.results(Workspace(work))[("ivanov", LAB4)]
     row = _grades(work)
     assert (row["pending_manual_points"], row["needs_review_points"]) == ("0.0", "0.0")
     assert _summary_pending(work) == []

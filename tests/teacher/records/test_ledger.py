@@ -40,7 +40,7 @@ def _grade_once(settings: Settings, folder, answer: str) -> None:
 
 def _manual(work, score: float, comment: str) -> None:
     """Как formgrader: балл и комментарий к ответу, и задание больше не ждёт проверки."""
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         grade = gb.find_grade(ANSWER, LAB2, LAB2, "ivanov")
         grade.manual_score, grade.needs_manual_grade = score, False
         gb.find_comment(ANSWER, LAB2, LAB2, "ivanov").manual_comment = comment
@@ -48,7 +48,7 @@ def _manual(work, score: float, comment: str) -> None:
 
 
 def _task(work) -> gradebook.TaskScore:
-    return gradebook.results(work)[("ivanov", LAB2)].tasks[ANSWER]
+    return gradebook.results(Workspace(work))[("ivanov", LAB2)].tasks[ANSWER]
 
 
 def _progress(capsys) -> list[str]:
@@ -92,7 +92,7 @@ def test_a_manual_grade_stays_until_the_graded_answer_changes(
     assert (archived["old_answer"], archived["new_answer"]) == (FIRST, SECOND)
     (line,) = _progress(capsys)
     assert "автопроверка: 4 из 4, ещё 1 — вручную" in line, line
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         assert gb.find_comment(ANSWER, LAB2, LAB2, "ivanov").manual_comment is None
 
     # Отчёт, таблица оценок и выгрузка для Moodle: ждёт проверки, а не прежние баллы.
@@ -100,10 +100,10 @@ def test_a_manual_grade_stays_until_the_graded_answer_changes(
     (report,) = (work / "feedback_reports" / "ivanov").glob("*/*.html")
     html = report.read_text(encoding="utf-8")
     assert "ожидает проверки преподавателем" in html and COMMENT not in html
-    gradebook.export(work)
+    gradebook.export(Workspace(work))
     (row,) = read_csv(work / "grades.csv")
     assert float(row["pending_manual_points"]) >= 1
-    result = gradebook.results(work)[("ivanov", LAB2)]
+    result = gradebook.results(Workspace(work))[("ivanov", LAB2)]
     assert export.final_score(result) is None  # пусто в Moodle, а не прежние баллы
 
 
@@ -137,8 +137,8 @@ def test_an_archived_grade_is_written_once_even_if_its_comment_looks_like_a_form
     """
     row = ManualArchiveRow("ivanov", LAB2, ANSWER, "1", "=неверно, но близко", ANSWER_CHANGED)
     other = ManualArchiveRow("petrova", LAB2, ANSWER, "2", "Верно.", ANSWER_CHANGED)
-    ledger.archive_manual(tmp_path, [row])
-    ledger.archive_manual(tmp_path, [row, other])
+    ledger.archive_manual(Workspace(tmp_path), [row])
+    ledger.archive_manual(Workspace(tmp_path), [row, other])
     archived = read_rows(tmp_path / ledger.MANUAL_ARCHIVE, ManualArchiveRow)
     assert [(item.student_id, item.comment) for item in archived] == [
         ("ivanov", "'=неверно, но близко"),
@@ -159,7 +159,7 @@ def test_an_override_survives_a_late_archive_with_a_broken_file_and_a_regrade(
     work, first, late = settings.work, tmp_path / "first", tmp_path / "late"
     write_submission(first, "ivanov", LAB2, submission(LAB2))
     grading.grade(first, jobs=1, settings=settings)
-    with gradebook._open(work) as gb:
+    with gradebook._open(Workspace(work)) as gb:
         grade = gb.find_grade(CHECK, LAB2, LAB2, "ivanov")
         grade.manual_score, grade.needs_manual_grade = 0.5, False
         gb.db.commit()
@@ -169,7 +169,7 @@ def test_an_override_survives_a_late_archive_with_a_broken_file_and_a_regrade(
     broken.write_text("{не тетрадка", encoding="utf-8")
     for folder in (late, first):
         grading.grade(folder, jobs=1, settings=settings)
-        result = gradebook.results(work)[("ivanov", LAB2)]
+        result = gradebook.results(Workspace(work))[("ivanov", LAB2)]
         assert (result.tasks[CHECK].manual, result.tasks[CHECK].waiting) == (0.5, False), folder
         assert export.final_score(result) is not None
         if folder == late:  # битый файл опоздавших — строка problems.csv
