@@ -55,7 +55,7 @@ class Workspace:
     # Что make export кладёт в папку выгрузки.
     MOODLE_GRADES: ClassVar[str] = "moodle_grades.csv"
     WORKSHEET: ClassVar[str] = "{lab}_worksheet.csv"
-    FEEDBACK_ARCHIVE: ClassVar[str] = "{lab}_feedback_files.zip"
+    LMS_FEEDBACK_ARCHIVE: ClassVar[str] = "{lab}_feedback_files.zip"
     HUB_USERS: ClassVar[str] = "users"
     HUB_CONFIG: ClassVar[str] = "config"
     HUB_PID: ClassVar[str] = "jupyterhub.pid"
@@ -171,7 +171,7 @@ class Workspace:
 
     def feedback_archive(self, lab: str) -> Path:
         """Архив отчётов лабораторной для Moodle «Загрузить несколько файлов с отзывами»."""
-        return self.export / self.FEEDBACK_ARCHIVE.format(lab=lab)
+        return self.export / self.LMS_FEEDBACK_ARCHIVE.format(lab=lab)
 
     # ------------------------------------------------------------------ папки
     @property

@@ -36,12 +36,10 @@ WORKSPACE_MODULE = TEACHER / "core" / "workspace.py"
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("course/bench.py", "plain_nbgrader.run", "submitted"): "обычный курс nbgrader в make bench",
     ("course/bench.py", "plain_nbgrader.run", "autograded"): "обычный курс nbgrader в make bench",
-    ("core/results.py", "UnitResult.from_json", "autograded"): "поле JSON результата единицы",
-    ("hub/accounts.py", "course_group", "hub"): "группа Unix учётных записей курса (c7-hub)",
-    ("hub/server.py", "_config_file", "hub"): "папка hub/ репозитория с настройками JupyterHub",
-    ("hub/server.py", "main", "release"): "подкоманда make hub-release",
-    ("hub/server.py", "prepare", "exchange"): "ключ состояния сервера в hub.json",
-    ("hub/server.py", "spawn_settings", "exchange"): "ключ состояния сервера в hub.json",
+    ("hub/accounts.py", "prepare_exchange_link", "exchange"): "общая папка класса, не рабочая",
+    ("hub/accounts.py", "setup", "config"): "общая папка класса, не рабочая",
+    ("hub/state.py", "Hub.config", "config"): "общая папка класса, не рабочая",
+    ("hub/process.py", "_config_file", "hub"): "папка hub/ репозитория с настройками JupyterHub",
 }
 
 #: Ответы на «какие лабораторные есть», которых больше нет: их заменил core/labs.py.
@@ -85,11 +83,26 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-class _Strings(ast.NodeVisitor):
-    """Строковые константы (и куски f-строк) с цепочкой функций, где они стоят."""
+def _path_pieces(tree: ast.AST) -> set[int]:
+    """Строки, которые стоят частью пути: справа от ``/`` или аргументом ``joinpath``/``Path``."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            found.add(id(node.right))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("joinpath", "Path"):
+                found.update(id(arg) for arg in node.args)
+    return found
 
-    def __init__(self, skip: set[int]) -> None:
-        self.skip, self.where, self.found = skip, [], []
+
+class _Strings(ast.NodeVisitor):
+    """Строковые константы (и куски f-строк) с цепочкой функций, где они стоят, и стоят ли
+    они частью пути."""
+
+    def __init__(self, skip: set[int], pieces: set[int]) -> None:
+        self.skip, self.pieces, self.where, self.found = skip, pieces, [], []
 
     def _scope(self, node: ast.AST) -> None:
         self.where.append(node.name)
@@ -100,28 +113,33 @@ class _Strings(ast.NodeVisitor):
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and id(node) not in self.skip:
-            self.found.append((node.lineno, ".".join(self.where), node.value))
+            in_path = id(node) in self.pieces
+            self.found.append((node.lineno, ".".join(self.where), node.value, in_path))
 
 
-def strings(path: Path) -> list[tuple[int, str, str]]:
-    """(строка, функция, текст) строковых констант модуля, кроме строк документации."""
+def strings(path: Path) -> list[tuple[int, str, str, bool]]:
+    """(строка, функция, текст, часть ли пути) строковых констант модуля, кроме документации."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    visitor = _Strings(_docstrings(tree))
+    visitor = _Strings(_docstrings(tree), _path_pieces(tree))
     visitor.visit(tree)
     return visitor.found
 
 
-def _names_in(text: str, piece: str, name: str) -> bool:
+def _names_in(text: str, piece: str, name: str, in_path: bool) -> bool:
     """Есть ли в строке имя рабочей папки.
 
-    Папка ("release") — только вся строка целиком: «hub/health» или «c7-hub» — не она. Файл
-    ("gradebook.db") — и часть пути через «/». Особая часть шаблона ("_worksheet.csv") — где
-    угодно в строке.
+    Папка ("release") — только вся строка целиком: «hub/health» или «c7-hub» — не она; а папка,
+    названная обычным словом («config», «users», «exchange»), — только там, где строка стоит
+    частью пути (``… / "config"``): ключ JSON, подкоманда или магия ``%config`` — не папка.
+    Файл ("gradebook.db") — и часть пути через «/». Особая часть шаблона ("_worksheet.csv") —
+    где угодно в строке.
     """
     if "{" in name:
         return piece in text
     if "." in piece:
         return piece in text.split("/")
+    if piece.isalpha() and not in_path:
+        return False
     return text == piece
 
 
@@ -130,9 +148,9 @@ def spelled_names(path: Path) -> list[tuple[int, str, str, str]]:
     names = workspace_names()
     return [
         (line, where, text, key)
-        for line, where, text in strings(path)
+        for line, where, text, in_path in strings(path)
         for piece, key in forbidden_pieces().items()
-        if _names_in(text, piece, names[key])
+        if _names_in(text, piece, names[key], in_path)
     ]
 
 
@@ -158,8 +176,9 @@ def test_the_scan_finds_a_spelled_name(tmp_path):
         '"""gradebook.db в документации — можно."""\n'
         'A = "gradebook.db"\n'
         'B = f"{work}/hub/hub.json"\n'
-        "def f(lab):\n"
-        '    return f"{lab}_worksheet.csv", "release", "release notes", "c7-hub"\n',
+        "def f(lab, folder):\n"
+        '    return f"{lab}_worksheet.csv", folder / "release", "release notes", "c7-hub"\n'
+        'C = {"release": "подкоманда", "config": "ключ"}\n',
         encoding="utf-8",
     )
     assert [(line, where, key) for line, where, _, key in spelled_names(module)] == [
@@ -212,7 +231,9 @@ def test_the_old_lab_lists_are_gone():
 LAB_USERS = (
     "course/release.py",
     "grading/grade.py",
-    "hub/server.py",
+    "grading/reference.py",
+    "hub/collect.py",
+    "commands/hub.py",
     "lms/export.py",
     "pages/analytics.py",
 )
