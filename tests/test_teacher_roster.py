@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from feedback.teacher.intake import roster
+from feedback.teacher.intake.archives import from_zip
 from feedback.teacher.intake.roster import (
     Matcher,
     RosterError,
@@ -21,7 +22,7 @@ from feedback.teacher.intake.roster import (
     read_participants,
     save_participants,
 )
-from feedback.teacher.intake.uploads import from_zip, route
+from feedback.teacher.intake.uploads import route
 from feedback.teacher.records import gradebook
 
 from notebook_runner import ROOT

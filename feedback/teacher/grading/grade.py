@@ -63,7 +63,7 @@ from feedback.teacher.core.results import Job, UnitResult
 from feedback.teacher.core.settings import PACKAGE, ROOT, Settings, is_gpu_lab
 from feedback.teacher.core.tables import ChangeRow, Problem, ReviewRow
 from feedback.teacher.course.release import lab_sources
-from feedback.teacher.intake import roster, uploads
+from feedback.teacher.intake import archives, roster, uploads
 from feedback.teacher.intake.uploads import Submission
 from feedback.teacher.lms import handback
 from feedback.teacher.pages import analytics
@@ -202,11 +202,11 @@ def collect(
     Архив, который не открыть целиком, — ввод преподавателя: :class:`SetupError`.
     """
     if source.is_dir():
-        found, problems = uploads.from_folder(source)
+        found, problems = archives.from_folder(source)
     elif source.is_file():
         try:
-            found, problems = uploads.from_zip(source)
-        except uploads.BrokenArchive as error:  # архив целиком — ввод преподавателя
+            found, problems = archives.from_zip(source)
+        except archives.BrokenArchive as error:  # архив целиком — ввод преподавателя
             raise SetupError(str(error)) from None
     else:
         raise SetupError(f"Не найдены работы: {source} — нужна папка или архив .zip.")
