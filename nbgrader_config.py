@@ -53,9 +53,9 @@ c.ReportExporter.merge(template_settings())
 # exchange nbgrader — для курса на JupyterHub (make hub, docs/teaching.md): по умолчанию папка
 # в рабочей, на сервере — COURSE7_EXCHANGE_DIR. С Moodle он не нужен, но без папки exchange
 # formgrader показывает предупреждение: пустая папка в рабочей.
-c.Exchange.root = str(SETTINGS.exchange)
+c.Exchange.root = str(SETTINGS.workspace.exchange)
 if SETTINGS.work.is_dir() and SETTINGS.exchange_dir is None:
-    SETTINGS.exchange.mkdir(exist_ok=True)
+    SETTINGS.workspace.exchange.mkdir(exist_ok=True)
 
 if "validate" in sys.argv[1:2]:
     os.environ[STRICT.name] = "1"  # непройденная проверка роняет ячейку
