@@ -221,13 +221,45 @@ def test_module_limits_are_internal_and_say_why():
     assert found == [], f"константы без комментария (или это настройка — тогда в Limits): {found}"
 
 
+def test_the_upload_caps_are_read_from_the_settings(tmp_path, monkeypatch):
+    """Предел архива (и тетрадки) меняется в одном месте — ``UploadLimits`` в настройках
+    оценивания: чтение папки и архива берёт его оттуда при каждом чтении, своей копии числа
+    у него нет."""
+    import zipfile
+
+    from feedback.teacher.core import settings as teacher_settings
+    from feedback.teacher.intake.archives import from_folder, from_zip
+
+    data = b"{}" * 50  # содержимое не разбирается: считаются только байты
+    names = [f"{student}/lab.ipynb" for student in ("a", "b", "c")]
+    archive, folder = tmp_path / "export.zip", tmp_path / "folder"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for name in names:
+            zf.writestr(name, data)
+            (folder / name).parent.mkdir(parents=True)
+            (folder / name).write_bytes(data)
+    sources = ((from_zip, archive), (from_folder, folder))
+    for read, source in sources:
+        assert [upload.path for upload in read(source)[0]] == names
+    smaller = UploadLimits(archive_bytes=2 * len(data) + 10)
+    monkeypatch.setattr(teacher_settings, "UPLOAD_LIMITS", smaller)
+    for read, source in sources:
+        found, problems = read(source)
+        assert [upload.path for upload in found] == names[:2]
+        assert [(p.file, "не прочитан" in p.problem) for p in problems] == [(names[2], True)]
+    monkeypatch.setattr(
+        teacher_settings, "UPLOAD_LIMITS", UploadLimits(notebook_bytes=len(data) - 1)
+    )
+    for read, source in sources:
+        found, problems = read(source)
+        assert found == [] and all("файл больше 99 байт" in p.problem for p in problems)
+        assert len(problems) == 3
+
+
 def test_what_a_teacher_tunes_is_in_the_settings():
     """Пределы чтения работ, вывода в отчёте и запасы времени — поля настроек, а не
     константы модулей; модули берут их оттуда."""
-    from feedback.teacher.intake import uploads
-
-    assert uploads.MAX_ARCHIVE_BYTES == UPLOAD_LIMITS.archive_bytes == UploadLimits().archive_bytes
-    assert uploads.MAX_NOTEBOOK_BYTES == UPLOAD_LIMITS.notebook_bytes
+    assert UPLOAD_LIMITS == UploadLimits()  # пределы чтения работ — по умолчанию
     for limits in (CPU_LIMITS, GPU_LIMITS):
         assert limits.output_bytes == 2 * 1024**2  # вывод ячейки при оценивании, байты
         assert limits.submitted_output_chars == 512 * 1024  # сданный вывод ячейки, символы

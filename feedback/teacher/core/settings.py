@@ -95,9 +95,10 @@ GPU_LIMITS = Limits(notebook_seconds=900, cell_seconds=600, memory_bytes=3 * GIB
 
 @dataclass(frozen=True)
 class UploadLimits:
-    """Пределы чтения работ из папки или архива LMS (:mod:`feedback.teacher.intake.uploads`), байты.
+    """Пределы чтения работ из папки или архива LMS, байты.
 
-    Больше — строка ``problems.csv`` вместо работы, а не оборванное чтение.
+    Их применяет :mod:`feedback.teacher.intake.archives`. Больше — строка ``problems.csv``
+    вместо работы, а не оборванное чтение.
     """
 
     notebook_bytes: int = 32 * MIB  # одна тетрадка (с картинками их несколько мегабайт)

@@ -53,7 +53,7 @@ from feedback.teacher.grading.lock import grading_lock
 from feedback.teacher.grading.messages import say
 from feedback.teacher.grading.reference import unchecked_references, warm_up
 from feedback.teacher.grading.run import NothingGraded, Run, SetupError, job_for, with_template
-from feedback.teacher.intake import roster, uploads
+from feedback.teacher.intake import archives, roster, uploads
 from feedback.teacher.intake.uploads import Submission
 from feedback.teacher.lms import handback
 from feedback.teacher.pages import analytics
@@ -153,11 +153,11 @@ def collect(
     Архив, который не открыть целиком, — ввод преподавателя: :class:`SetupError`.
     """
     if source.is_dir():
-        found, problems = uploads.from_folder(source)
+        found, problems = archives.from_folder(source)
     elif source.is_file():
         try:
-            found, problems = uploads.from_zip(source)
-        except uploads.BrokenArchive as error:  # архив целиком — ввод преподавателя
+            found, problems = archives.from_zip(source)
+        except archives.BrokenArchive as error:  # архив целиком — ввод преподавателя
             raise SetupError(str(error)) from None
     else:
         raise SetupError(messages.no_source(source))

@@ -13,7 +13,7 @@
 своей группы — так бывает в делегированной группе systemd или контейнере). Если создать её
 нельзя (нет прав, нет контроллера, не Linux), :func:`memory_cage` возвращает ``None``, и
 память ограничивают, как раньше, ``RLIMIT_AS`` и сторож
-(:class:`feedback.teacher.unit.sandbox.Watchdog`).
+(:class:`feedback.teacher.unit.watchdog.Watchdog`).
 """
 
 from __future__ import annotations

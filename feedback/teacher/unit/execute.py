@@ -30,12 +30,11 @@ from feedback.teacher.unit.cgroup import memory_cage
 from feedback.teacher.unit.sandbox import (
     Limits,
     WarmProvisioner,
-    Watchdog,
     kernel_manager,
-    memory_exceeded,
     read_record,
     watched_pids,
 )
+from feedback.teacher.unit.watchdog import Watchdog, memory_exceeded
 
 TOO_DEEP_OUTPUT = "\n…вывод не показан: слишком глубокая вложенность JSON.\n"
 TRUNCATED = "\n…дальше вывод обрезан: он больше, чем помещается в отчёт.\n"

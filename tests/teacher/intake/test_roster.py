@@ -12,6 +12,7 @@ import pytest
 from feedback.teacher.core.tables import LmsIdRow
 from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.intake import roster
+from feedback.teacher.intake.archives import from_zip
 from feedback.teacher.intake.roster import (
     Matcher,
     RosterError,
@@ -23,7 +24,7 @@ from feedback.teacher.intake.roster import (
     read_participants,
     save_participants,
 )
-from feedback.teacher.intake.uploads import from_zip, route
+from feedback.teacher.intake.uploads import route
 from feedback.teacher.records import gradebook
 
 from notebook_runner import ROOT

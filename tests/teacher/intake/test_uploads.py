@@ -13,22 +13,17 @@ import zlib
 
 import pytest
 
-from feedback.teacher.intake import uploads
-from feedback.teacher.intake.uploads import (
+from feedback.teacher.core.settings import UploadLimits
+from feedback.teacher.intake import archives, zip_names
+from feedback.teacher.intake.archives import BrokenArchive, Upload, from_folder, from_zip
+from feedback.teacher.intake.notebook_json import (
     MAX_JSON_CONTAINERS,
     MAX_JSON_DEPTH,
     MAX_JSON_VALUES,
-    BrokenArchive,
-    Upload,
     check_structure,
-    from_folder,
-    from_zip,
-    identify_lab,
-    owner,
     read_notebook,
-    route,
-    student_id,
 )
+from feedback.teacher.intake.uploads import identify_lab, owner, route, student_id
 
 from notebook_runner import ROOT
 from submissions import load, student_notebook, submission
@@ -231,25 +226,25 @@ def test_an_archive_that_does_not_open_is_a_clear_russian_error(tmp_path, damage
         from_zip(archive)
 
 
-def test_every_entry_after_the_archive_cap_gets_its_own_row(tmp_path, monkeypatch):
+def test_every_entry_after_the_archive_cap_gets_its_own_row(tmp_path):
     data = blob(submission(LAB2))
-    monkeypatch.setattr(uploads, "MAX_ARCHIVE_BYTES", len(data) * 2 + 10)
+    limits = UploadLimits(archive_bytes=len(data) * 2 + 10)
     names = [f"{student}/{LAB2}.ipynb" for student in ("a", "b", "c", "d", "e")]
     archive = tmp_path / "export.zip"
     archive.write_bytes(zip_with([(name, data) for name in names]))
-    found, problems = from_zip(archive)
+    found, problems = from_zip(archive, limits)
     assert [upload.path for upload in found] == names[:2]
     assert sorted(p.file for p in problems) == names[2:]
     assert all("архив больше" in p.problem and "не прочитан" in p.problem for p in problems)
 
 
-def test_every_file_after_the_folder_cap_gets_its_own_row(tmp_path, monkeypatch):
+def test_every_file_after_the_folder_cap_gets_its_own_row(tmp_path):
     data = blob(submission(LAB2))
-    monkeypatch.setattr(uploads, "MAX_ARCHIVE_BYTES", len(data) + 10)
+    limits = UploadLimits(archive_bytes=len(data) + 10)
     for student in ("a", "b", "c"):
         (tmp_path / student).mkdir()
         (tmp_path / student / f"{LAB2}.ipynb").write_bytes(data)
-    found, problems = from_folder(tmp_path)
+    found, problems = from_folder(tmp_path, limits)
     assert [upload.path for upload in found] == [f"a/{LAB2}.ipynb"]
     assert [p.file for p in problems] == [f"b/{LAB2}.ipynb", f"c/{LAB2}.ipynb"]
     assert all("не прочитан" in p.problem for p in problems)
@@ -267,7 +262,7 @@ def test_a_link_in_a_zip_is_a_row_whatever_its_name(tmp_path):
     )
     found, problems = from_zip(archive)
     assert [upload.path for upload in found] == [f"ivanov/{LAB2}.ipynb"]
-    assert [(p.file, p.problem) for p in problems] == [("volkov", uploads.LINK)]
+    assert [(p.file, p.problem) for p in problems] == [("volkov", archives.LINK)]
 
 
 # --------------------------------------------------------------------------- имена без флага UTF-8
@@ -335,11 +330,11 @@ def test_the_legacy_code_page_is_chosen_for_the_whole_archive():
     """Одно имя строчными из cp1251 правдоподобно и в cp866; решают остальные имена архива."""
     lone = "лаба.ipynb".encode("cp1251")
     assert lone.decode("cp866") == "ырср.ipynb"  # тоже «буквы»: по одному имени не понять
-    assert uploads.legacy_encoding([lone]) == "cp866"  # поровну — как пишет Проводник
+    assert zip_names.legacy_encoding([lone]) == "cp866"  # поровну — как пишет Проводник
     folder = "Иванов Иван_301_assignsubmission_file_/".encode("cp1251")
-    assert uploads.legacy_encoding([lone, folder]) == "cp1251"
-    assert uploads.legacy_encoding(["Иванов Иван".encode("cp866"), lone]) == "cp866"
-    assert uploads.legacy_encoding(["Иванов".encode(), b"ascii.ipynb"]) == "utf-8"
+    assert zip_names.legacy_encoding([lone, folder]) == "cp1251"
+    assert zip_names.legacy_encoding(["Иванов Иван".encode("cp866"), lone]) == "cp866"
+    assert zip_names.legacy_encoding(["Иванов".encode(), b"ascii.ipynb"]) == "utf-8"
 
 
 def test_an_info_zip_unicode_path_field_names_the_entry(tmp_path):
@@ -384,7 +379,7 @@ def test_a_student_folder_that_is_a_link_is_a_row(tmp_path):
     found, problems = from_folder(klass)
     assert [upload.path for upload in found] == [f"ivanov/{LAB2}/{LAB2}.ipynb"]
     why = {p.file: p.problem for p in problems}
-    assert why == {"ivanov/lab_link": uploads.DIR_LINK, "volkov": uploads.DIR_LINK}
+    assert why == {"ivanov/lab_link": archives.DIR_LINK, "volkov": archives.DIR_LINK}
 
 
 def test_odd_files_in_a_folder_neither_stall_nor_stop_the_intake(tmp_path):

@@ -350,7 +350,7 @@ def test_no_process_in_the_sandbox_keeps_the_teachers_environment(tmp_path, monk
 def test_the_sandbox_has_no_reference_answers_and_no_grading_code(tmp_path, start):
     """Эталоны (feedback.answers) и программа оценивания в песочнице — пустые папки."""
     answers, teacher = ROOT / "feedback" / "answers", ROOT / "feedback" / "teacher"
-    assert (answers / "flops.py").is_file() and (teacher / "score.py").is_file()
+    assert (answers / "flops.py").is_file() and (teacher / "unit" / "score.py").is_file()
     execution = run(
         tmp_path,
         f"import os\nprint(os.listdir({str(answers)!r}), os.listdir({str(teacher)!r}))",
