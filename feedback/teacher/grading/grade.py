@@ -327,7 +327,7 @@ def _grade_units(run: Run, found: list[Submission], cluster: Cluster | None) -> 
             tiny_model_cache(cache)  # один раз здесь, а не в каждой единице
         warm_up(run, set(references), cache, templates, references)
         start = ledger.run_start(run.settings.workspace, run.before)
-        _run_units(run, jobs_list, cluster, run.work)
+        _run_units(run, jobs_list, cluster)
     return start
 
 
@@ -350,7 +350,7 @@ def _real_upload(upload: str | None) -> bool:
     return upload is not None and upload != ledger.NO_UPLOAD
 
 
-def _run_units(run: Run, jobs: list[Job], cluster: Cluster | None, work: Path) -> None:
+def _run_units(run: Run, jobs: list[Job], cluster: Cluster | None) -> None:
     """Единицы — здесь или на рабочих Dask; результаты сливаются по мере готовности."""
     reports = ReportWriter(run.settings.workspace)
     total = len(jobs)

@@ -60,10 +60,6 @@ class Run:
     #: Сколько баллов работы ждёт ручной оценки после её записи (для строки хода).
     pending: dict[tuple[str, str], float] = field(default_factory=dict)
 
-    @property
-    def work(self) -> Path:
-        return self.settings.work
-
 
 def job_for(run: Run, submission: Submission, cache: Path | None) -> Job:
     """Задание единицы: всё, что нужно для оценивания одной работы, и ничего лишнего.
