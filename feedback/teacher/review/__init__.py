@@ -67,6 +67,10 @@
   проверки и с какой причиной (их читают без анализатора);
 - :mod:`~feedback.teacher.review.cells` — разбор ячейки как в IPython, код внутри магий и
   строк, пределы размера;
+- :mod:`~feedback.teacher.review.values` — словарь значений выражений (что сканер помнит
+  о выражении) и действия над ним;
+- :mod:`~feedback.teacher.review.scopes` — области видимости и обход определений;
+- :mod:`~feedback.teacher.review.collector` — первый проход: сбор привязок имён;
 - :mod:`~feedback.teacher.review.bindings` — привязки имён и значения выражений;
 - :mod:`~feedback.teacher.review.reporter` — сверка обращений с таблицами;
 - здесь — :func:`scan`, который их соединяет; находка —
@@ -79,7 +83,7 @@ import ast
 from collections.abc import Iterable
 
 from feedback.teacher.core.results import Finding
-from feedback.teacher.review.bindings import Notebook, is_course
+from feedback.teacher.review.bindings import Notebook
 from feedback.teacher.review.cells import (
     MAX_CELL_CHARS,
     MAX_LEARNER_CHARS,
@@ -87,6 +91,7 @@ from feedback.teacher.review.cells import (
     doctest_examples,
     parse,
 )
+from feedback.teacher.review.collector import Collector
 from feedback.teacher.review.reporter import Reporter
 from feedback.teacher.review.rules import (
     ATTRIBUTES,
@@ -115,6 +120,7 @@ from feedback.teacher.review.rules import (
     STRING_RUNNERS,
     WRITERS,
 )
+from feedback.teacher.review.values import is_course
 
 __all__ = [
     "ATTRIBUTES",
@@ -217,7 +223,7 @@ def _scan(
         tree = parse(source)
         if tree is not None:
             try:
-                notebook.add(tree)
+                Collector(notebook).visit(tree)
             except RecursionError:
                 continue
     learner: list[tuple[str, str, ast.Module]] = []
@@ -233,7 +239,7 @@ def _scan(
         if tree is None:
             continue
         try:
-            notebook.add(tree)
+            Collector(notebook).visit(tree)
         except RecursionError:
             findings.append(Finding(label, 1, "", "код вложен слишком глубоко для сканера"))
             continue
@@ -245,7 +251,7 @@ def _scan(
                 source = "\n" * (line - 1) + ast.unparse(example)
                 parsed = parse(source)
                 if parsed is not None:
-                    notebook.add(parsed)
+                    Collector(notebook).visit(parsed)
                     learner.append((label, source, parsed))
     notebook.solve()
     if notebook.exhausted and learner:

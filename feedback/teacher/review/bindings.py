@@ -1,12 +1,13 @@
 """Привязки имён всей тетрадки: что может значить каждое имя и выражение.
 
-Первый проход (:class:`Collector`) собирает по ячейкам подготовки и учащегося импорты,
-присваивания (и распаковку), циклы, ``with … as``, параметры своих функций по их вызовам,
-возвращаемые значения, простые контейнеры и строки, сложенные из констант.
-:meth:`Notebook.solve` проходит по ним, пока значения имён не перестанут расти, а
-:meth:`Notebook.value` говорит, что может значить выражение: модуль или атрибут по полному
-пути (``sys._getframe``), строка, путь к файлу, своя функция или класс. Сверяет значения с
-таблицами уже отчёт (:mod:`feedback.teacher.review.reporter`).
+:class:`Notebook` хранит привязки, которые собрал первый проход
+(:mod:`~feedback.teacher.review.collector`): импорты, присваивания (и распаковку), циклы,
+``with … as``, вызовы и возвращаемые значения своих функций. :meth:`Notebook.solve`
+проходит по ним, пока значения имён не перестанут расти (параметры своих функций — по их
+вызовам, элементы списков — по ``append``), а :meth:`Notebook.value` говорит, что может
+значить выражение: модуль или атрибут по полному пути (``sys._getframe``), строка, путь к
+файлу, своя функция или класс (словарь значений — :mod:`~feedback.teacher.review.values`).
+Сверяет значения с таблицами уже отчёт (:mod:`~feedback.teacher.review.reporter`).
 
 Пределы анализа ниже — внутренняя защита сканера (не настройка): запутанный код не должен
 стоить больше секунды, а исчерпанный бюджет — сам находка.
@@ -18,181 +19,36 @@ import ast
 import builtins
 import re
 from collections.abc import Iterable
-from functools import lru_cache
-from typing import Any
 
-from feedback.teacher.review.cells import as_code, code_strings, embedded, spelled_callees
 from feedback.teacher.review.rules import (
-    CODE_FILE,
     COURSE,
     GETTERS,
     IMPORTERS,
     PATH_TYPES,
     PRELOADED,
     REEXPORTED,
-    SENSITIVE,
-    reason,
+)
+from feedback.teacher.review.scopes import Scope, bound_names
+from feedback.teacher.review.values import (
+    EMPTY,
+    MAX_VALUES,
+    UNKNOWN,
+    danger,
+    element,
+    is_course,
+    is_dotted,
+    join,
+    limit,
+    pack,
+    rank,
+    strings,
+    unpack,
 )
 
 _BUILTINS = frozenset(dir(builtins))
-_MAX_VALUES = 48  # столько значений имени помним, не больше (важные — в первую очередь)
 _MAX_DEPTH = 60  # глубже в выражение не заглядываем
 _ROUNDS = 8  # проходов по привязкам до неподвижной точки
 _BUDGET = 50_000  # привязок и вычислений на тетрадку: обычной хватает нескольких сотен
-UNKNOWN = "*"  # неизвестная часть строки
-_EMPTY: frozenset[str] = frozenset()
-_MARKS = ("def:", "getter:", "class:")
-
-
-# --------------------------------------------------------------------------- значения
-#
-# Значение выражения — множество строк:
-#   "sys._getframe", "feedback.flops"  — модуль или атрибут по полному пути
-#                                       ("()" в конце части — результат вызова);
-#   "?"                                — модуль, имя которого неизвестно;
-#   "'текст"                           — строка (неизвестные части — "*");
-#   "%папка/файл"                      — путь pathlib;
-#   "[]…"                              — контейнер с таким элементом;
-#   "def:N"                            — своя функция учащегося;
-#   "class:N"                          — свой класс учащегося или его экземпляр;
-#   "getter:имя"                       — operator.attrgetter("имя").
-
-
-def is_dotted(value: str) -> bool:
-    return bool(value) and value[0] not in "'%[?*" and not value.startswith(_MARKS)
-
-
-def is_course(value: str) -> bool:
-    return value == COURSE or value.startswith(COURSE + ".")
-
-
-def top_module(value: str) -> str:
-    return value.split(".", 1)[0]
-
-
-@lru_cache(maxsize=4096)
-def danger(value: str) -> str | None:
-    """Причина, по которой обращение к этому значению — находка (:func:`rules.reason`)."""
-    return reason(value) if is_dotted(value) else None
-
-
-def is_sensitive(value: str) -> bool:
-    return value == "?" or (is_dotted(value) and top_module(value) in SENSITIVE)
-
-
-def _join(*choices: Iterable[str], sep: str = "") -> set[str]:
-    """Все сочетания частей (не больше нескольких десятков)."""
-    result = {""}
-    for choice in choices:
-        parts = list(choice) or [UNKNOWN]
-        result = {(a + sep + b if a else b)[:300] for a in result for b in parts[:6]}
-        if len(result) > _MAX_VALUES:
-            result = set(sorted(result)[:_MAX_VALUES])
-    return result
-
-
-def _strings(values: Iterable[str]) -> list[str]:
-    """Строки и пути среди значений (без пометки вида)."""
-    return [value[1:] for value in values if value[:1] in ("'", "%")]
-
-
-def _element(values: Iterable[str]) -> set[str]:
-    """Что даёт перебор значения."""
-    result = set()
-    for value in values:
-        if value.startswith("[]"):
-            result.add(value[2:])
-        elif value == "sys.modules" or value[:1] == "'":
-            result.add("'" + UNKNOWN)
-        elif is_dotted(value) and not is_course(value) and danger(value):
-            result.add(value + "[]")
-    return result
-
-
-def _unpack(values: Iterable[str]) -> set[str]:
-    """Что получает каждое имя при распаковке ``a, b = значение``."""
-    return {value[2:] if value.startswith("[]") else value for value in values}
-
-
-@lru_cache(maxsize=8192)
-def _rank(value: str) -> int:
-    """Что важнее помнить, если значений слишком много: модули курса и опасные пути — всегда.
-
-    Иначе имя можно было бы «забить» десятками безобидных строк, чтобы ``flops`` в нём
-    потерялся.
-    """
-    core = value
-    while core.startswith("[]"):
-        core = core[2:]
-    if core[:1] in ("'", "%"):
-        return 0 if CODE_FILE.search(core[1:]) else 2
-    if is_course(core) or core == "?" or danger(core):
-        return 0
-    return 1
-
-
-def _pack(values: Iterable[str]) -> set[str]:
-    """Контейнер с такими элементами (вложенность — не глубже трёх уровней)."""
-    return {"[]" + v for v in values if not v.startswith("[][][]")}
-
-
-def _limit(values: set[str]) -> frozenset[str]:
-    if len(values) > _MAX_VALUES:
-        important = sorted(v for v in values if not _rank(v))[: 2 * _MAX_VALUES]
-        rest = sorted(v for v in values if _rank(v))[: max(0, _MAX_VALUES - len(important))]
-        values = set(important + rest)
-    return frozenset(values)
-
-
-class _Scope:
-    """Область видимости: модуль (все ячейки тетрадки), функция, lambda или класс."""
-
-    __slots__ = ("declared_global", "declared_nonlocal", "function", "key", "names", "parent")
-
-    def __init__(self, key: int, parent: _Scope | None, function: ast.AST | None = None):
-        self.key, self.parent, self.function = key, parent, function
-        self.names: set[str] = set()
-        self.declared_global: set[str] = set()
-        self.declared_nonlocal: set[str] = set()
-
-
-def _bound_names(function: ast.AST) -> tuple[set[str], set[str], set[str]]:
-    """Имена, которые функция (lambda, класс) связывает у себя; объявленные global и nonlocal."""
-    names: set[str] = set()
-    declared_global: set[str] = set()
-    declared_nonlocal: set[str] = set()
-    if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-        arguments = function.args
-        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
-            names.add(argument.arg)
-        for argument in (arguments.vararg, arguments.kwarg):
-            if argument is not None:
-                names.add(argument.arg)
-    body = [function.body] if isinstance(function, ast.Lambda) else list(function.body)
-    stack: list[ast.AST] = body
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-            stack.extend(node.decorator_list)
-            continue
-        if isinstance(node, ast.Lambda):
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            names.add(node.id)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            for alias in node.names:
-                names.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.Global):
-            declared_global.update(node.names)
-        elif isinstance(node, ast.Nonlocal):
-            declared_nonlocal.update(node.names)
-        stack.extend(ast.iter_child_nodes(node))
-    return names - declared_global - declared_nonlocal, declared_global, declared_nonlocal
 
 
 class Notebook:
@@ -200,12 +56,12 @@ class Notebook:
 
     def __init__(self, modules: set[str]) -> None:
         self.modules = modules
-        self.module = _Scope(0, None)
-        self.scopes: dict[int, _Scope] = {}
+        self.module = Scope(0, None)
+        self.scopes: dict[int, Scope] = {}
         self.env: dict[tuple[int, str], set[str]] = {}
-        self.assigns: list[tuple[_Scope, ast.expr, ast.expr, bool]] = []  # …, перебор?
-        self.calls: list[tuple[_Scope, ast.Call]] = []
-        self.returns: dict[int, list[tuple[_Scope, ast.expr]]] = {}
+        self.assigns: list[tuple[Scope, ast.expr, ast.expr, bool]] = []  # …, перебор?
+        self.calls: list[tuple[Scope, ast.Call]] = []
+        self.returns: dict[int, list[tuple[Scope, ast.expr]]] = {}
         self.functions: dict[int, ast.AST] = {}
         self.memo: dict[tuple[int, int], frozenset[str]] = {}
         self.active: set[int] = set()
@@ -214,13 +70,13 @@ class Notebook:
 
     # ----------------------------------------------------------------- сбор привязок
 
-    def scope_for(self, node: ast.AST, parent: _Scope) -> _Scope:
+    def scope_for(self, node: ast.AST, parent: Scope) -> Scope:
         scope = self.scopes.get(id(node))
         if scope is None:
             while isinstance(parent.function, ast.ClassDef):
                 parent = parent.parent or self.module  # методы не видят имён тела класса
-            scope = _Scope(id(node), parent, node)
-            scope.names, scope.declared_global, scope.declared_nonlocal = _bound_names(node)
+            scope = Scope(id(node), parent, node)
+            scope.names, scope.declared_global, scope.declared_nonlocal = bound_names(node)
             self.scopes[id(node)] = scope
             if not isinstance(node, ast.ClassDef):
                 self.functions[id(node)] = node
@@ -229,10 +85,7 @@ class Notebook:
                     self.returns[id(node)].append((scope, node.body))
         return scope
 
-    def add(self, tree: ast.Module) -> None:
-        Collector(self).visit(tree)
-
-    def target_scope(self, scope: _Scope, name: str) -> _Scope:
+    def target_scope(self, scope: Scope, name: str) -> Scope:
         if scope.function is None or name in scope.declared_global:
             return self.module
         if name in scope.declared_nonlocal:
@@ -244,7 +97,7 @@ class Notebook:
             return self.module
         return scope
 
-    def bind_name(self, scope: _Scope, name: str, values: Iterable[str]) -> bool:
+    def bind_name(self, scope: Scope, name: str, values: Iterable[str]) -> bool:
         self.spent += 1
         key = (self.target_scope(scope, name).key, name)
         known = self.env.setdefault(key, set())
@@ -252,16 +105,16 @@ class Notebook:
         for value in [v for v in values if v not in known]:
             # Важным значениям (модули курса, опасные пути) место есть всегда: «забить»
             # имя безобидными строками, чтобы flops в нём потерялся, не выйдет.
-            if len(known) < _MAX_VALUES or (len(known) < 2 * _MAX_VALUES and not _rank(value)):
+            if len(known) < MAX_VALUES or (len(known) < 2 * MAX_VALUES and not rank(value)):
                 known.add(value)
                 changed = True
         return changed
 
-    def bind(self, scope: _Scope, target: ast.expr, values: Iterable[str], source=None) -> bool:
+    def bind(self, scope: Scope, target: ast.expr, values: Iterable[str], source=None) -> bool:
         if isinstance(target, ast.Name):
             return self.bind_name(scope, target.id, values)
         if isinstance(target, ast.Starred):
-            return self.bind(scope, target.value, _pack(_unpack(values)))
+            return self.bind(scope, target.value, pack(unpack(values)))
         if isinstance(target, ast.Tuple | ast.List):
             pairwise = (
                 isinstance(source, ast.Tuple | ast.List)
@@ -275,10 +128,10 @@ class Notebook:
                     part = source.elts[index]
                     changed |= self.bind(scope, element, self.value(part, scope), part)
                 else:
-                    changed |= self.bind(scope, element, _unpack(values))
+                    changed |= self.bind(scope, element, unpack(values))
             return changed
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-            return self.bind_name(scope, target.value.id, _pack(values))
+            return self.bind_name(scope, target.value.id, pack(values))
         if isinstance(target, ast.Attribute):
             changed = False
             for owner in self.value(target.value, scope):
@@ -297,7 +150,7 @@ class Notebook:
             for scope, target, expr, loop in self.assigns:
                 values = self.value(expr, scope)
                 if loop:
-                    changed |= self.bind(scope, target, _element(values))
+                    changed |= self.bind(scope, target, element(values))
                 else:
                     changed |= self.bind(scope, target, values, expr)
                 if self.spent > _BUDGET:
@@ -313,7 +166,7 @@ class Notebook:
                 break
         self.memo.clear()
 
-    def bind_call(self, scope: _Scope, call: ast.Call) -> bool:
+    def bind_call(self, scope: Scope, call: ast.Call) -> bool:
         """Параметры своих функций по их вызовам; ``список.append(x)`` — в элементы списка."""
         changed = False
         function = call.func
@@ -323,7 +176,7 @@ class Notebook:
             and function.attr in ("append", "add", "insert", "appendleft", "setdefault")
             and call.args
         ):
-            values = _pack(self.value(call.args[-1], scope))
+            values = pack(self.value(call.args[-1], scope))
             changed |= self.bind_name(scope, function.value.id, values)
         if isinstance(function, ast.Attribute) and function.attr in ("extend", "update"):
             if isinstance(function.value, ast.Name) and call.args:
@@ -341,30 +194,30 @@ class Notebook:
             every = positional + [a.arg for a in arguments.kwonlyargs]
             for index, argument in enumerate(call.args):
                 if isinstance(argument, ast.Starred):
-                    values = _element(self.value(argument.value, scope))
+                    values = element(self.value(argument.value, scope))
                     for name in every:
                         changed |= self.bind_name(inner, name, values)
                 elif index < len(positional):
                     values = self.value(argument, scope)
                     changed |= self.bind_name(inner, positional[index], values)
                 elif arguments.vararg is not None:
-                    values = _pack(self.value(argument, scope))
+                    values = pack(self.value(argument, scope))
                     changed |= self.bind_name(inner, arguments.vararg.arg, values)
             for keyword in call.keywords:
                 values = self.value(keyword.value, scope)
                 if keyword.arg is None:
                     for name in every:
-                        changed |= self.bind_name(inner, name, _element(values))
+                        changed |= self.bind_name(inner, name, element(values))
                 elif keyword.arg in every:
                     changed |= self.bind_name(inner, keyword.arg, values)
                 elif arguments.kwarg is not None:
-                    changed |= self.bind_name(inner, arguments.kwarg.arg, _pack(values))
+                    changed |= self.bind_name(inner, arguments.kwarg.arg, pack(values))
         return changed
 
     # ----------------------------------------------------------------- значения
 
-    def lookup(self, scope: _Scope, name: str) -> set[str]:
-        current: _Scope | None = scope
+    def lookup(self, scope: Scope, name: str) -> set[str]:
+        current: Scope | None = scope
         while current is not None and current.function is not None:
             if name in current.declared_global:
                 break
@@ -385,23 +238,23 @@ class Notebook:
                 values.add(f"builtins.{name}")
         return values
 
-    def value(self, node: ast.AST, scope: _Scope, depth: int = 0) -> frozenset[str]:
+    def value(self, node: ast.AST, scope: Scope, depth: int = 0) -> frozenset[str]:
         key = (id(node), scope.key)
         known = self.memo.get(key)
         if known is not None:
             return known
         if depth > _MAX_DEPTH:
-            return _EMPTY
-        self.memo[key] = _EMPTY  # на случай зацикливания
+            return EMPTY
+        self.memo[key] = EMPTY  # на случай зацикливания
         self.spent += 1
-        result = _limit(self._value(node, scope, depth + 1))
+        result = limit(self._value(node, scope, depth + 1))
         self.memo[key] = result
         return result
 
-    def strings(self, node: ast.AST | None, scope: _Scope, depth: int = 0) -> list[str]:
-        return _strings(self.value(node, scope, depth)) if node is not None else []
+    def strings(self, node: ast.AST | None, scope: Scope, depth: int = 0) -> list[str]:
+        return strings(self.value(node, scope, depth)) if node is not None else []
 
-    def _value(self, node: ast.AST, scope: _Scope, depth: int) -> set[str]:
+    def _value(self, node: ast.AST, scope: Scope, depth: int) -> set[str]:
         value = self.value
         if isinstance(node, ast.Name):
             return self.lookup(scope, node.id)
@@ -421,7 +274,7 @@ class Notebook:
                 else:
                     inner = part.value if isinstance(part, ast.FormattedValue) else part
                     parts.append(self.strings(inner, scope, depth) or [UNKNOWN])
-            return {"'" + s for s in _join(*parts)}
+            return {"'" + s for s in join(*parts)}
         if isinstance(node, ast.BinOp):
             return self._binop(node, scope, depth)
         if isinstance(node, ast.Lambda):
@@ -439,14 +292,14 @@ class Notebook:
                 if isinstance(element, ast.Starred):
                     result |= value(element.value, scope, depth)
                 else:
-                    result |= _pack(value(element, scope, depth))
+                    result |= pack(value(element, scope, depth))
             return result
         if isinstance(node, ast.Dict):
-            return _pack(v for item in node.values for v in value(item, scope, depth))
+            return pack(v for item in node.values for v in value(item, scope, depth))
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
-            return _pack(value(node.elt, scope, depth))
+            return pack(value(node.elt, scope, depth))
         if isinstance(node, ast.DictComp):
-            return _pack(value(node.value, scope, depth))
+            return pack(value(node.value, scope, depth))
         return set()
 
     def _attribute(self, owners: Iterable[str], attr: str) -> set[str]:
@@ -466,7 +319,7 @@ class Notebook:
                     result.add(f"{owner}.{attr}")
         return result
 
-    def _subscript(self, node: ast.Subscript, scope: _Scope, depth: int) -> set[str]:
+    def _subscript(self, node: ast.Subscript, scope: Scope, depth: int) -> set[str]:
         keys = self.strings(node.slice, scope, depth) or [UNKNOWN]
         result = set()
         for owner in self.value(node.value, scope, depth):
@@ -484,23 +337,23 @@ class Notebook:
                 result.add(owner + "[]")
         return result
 
-    def _binop(self, node: ast.BinOp, scope: _Scope, depth: int) -> set[str]:
+    def _binop(self, node: ast.BinOp, scope: Scope, depth: int) -> set[str]:
         left, right = self.value(node.left, scope, depth), self.value(node.right, scope, depth)
         result: set[str] = set()
         if isinstance(node.op, ast.Add):
             texts = [v[1:] for v in left if v[:1] == "'"], [v[1:] for v in right if v[:1] == "'"]
             if texts[0] or texts[1]:
-                result |= {"'" + s for s in _join(*texts)}
+                result |= {"'" + s for s in join(*texts)}
             result |= {v for v in left | right if v.startswith("[]")}
         elif isinstance(node.op, ast.Div):
             paths = [v[1:] for v in left if v[:1] == "%"]
             if paths:
-                result |= {"%" + s for s in _join(paths, _strings(right), sep="/")}
+                result |= {"%" + s for s in join(paths, strings(right), sep="/")}
         elif isinstance(node.op, ast.Mod):
             result |= {re.sub(r"%[-+ #0-9.]*[a-zA-Z]", UNKNOWN, v) for v in left if v[:1] == "'"}
         return result
 
-    def _call(self, node: ast.Call, scope: _Scope, depth: int) -> set[str]:
+    def _call(self, node: ast.Call, scope: Scope, depth: int) -> set[str]:
         args = node.args
         first = args[0] if args else None
         result: set[str] = set()
@@ -538,12 +391,12 @@ class Notebook:
                 result |= {"getter:" + s for s in self.strings(first, scope, depth)}
             elif callee in PATH_TYPES:
                 parts = [self.strings(a, scope, depth) or [UNKNOWN] for a in args] or [["."]]
-                result |= {"%" + s for s in _join(*parts, sep="/")}
+                result |= {"%" + s for s in join(*parts, sep="/")}
             elif callee in ("pathlib.Path.cwd", "os.getcwd"):
                 result.add("%." if callee.startswith("pathlib") else "'.")
             elif callee == "os.path.join":
                 parts = [self.strings(a, scope, depth) or [UNKNOWN] for a in args]
-                result |= {"'" + s for s in _join(*parts, sep="/")}
+                result |= {"'" + s for s in join(*parts, sep="/")}
             elif callee in ("builtins.str", "os.fspath", "os.fsdecode") or (
                 callee.startswith("os.path.") and callee[8:] in ("abspath", "realpath", "normpath")
             ):
@@ -551,8 +404,8 @@ class Notebook:
             elif callee in ("builtins.list", "builtins.tuple", "builtins.set", "builtins.sorted"):
                 result |= self.value(first, scope, depth) if first is not None else set()
             elif callee in ("builtins.next", "builtins.iter", "builtins.reversed"):
-                values = self.value(first, scope, depth) if first is not None else _EMPTY
-                result |= _element(values) if callee == "builtins.next" else set(values)
+                values = self.value(first, scope, depth) if first is not None else EMPTY
+                result |= element(values) if callee == "builtins.next" else set(values)
             elif callee in ("sys.modules.get", "sys.modules.pop", "sys.modules.setdefault"):
                 keys = self.strings(first, scope, depth) or [UNKNOWN]
                 result.update("?" if UNKNOWN in key else key for key in keys)
@@ -574,7 +427,7 @@ class Notebook:
                     result.add("'" + re.sub(r"\{[^{}]*\}", UNKNOWN, text))
                 elif name == "join" and args and isinstance(args[0], ast.List | ast.Tuple):
                     parts = [self.strings(e, scope, depth) or [UNKNOWN] for e in args[0].elts]
-                    result |= {"'" + s for s in _join(*parts, sep=text)}
+                    result |= {"'" + s for s in join(*parts, sep=text)}
                 elif name in ("lower", "upper", "strip", "lstrip", "rstrip", "casefold"):
                     result.add("'" + getattr(text, name)())
                 elif name in ("replace", "removeprefix", "removesuffix"):
@@ -588,7 +441,7 @@ class Notebook:
             elif kind == "%":
                 if name == "joinpath":
                     parts = [self.strings(a, scope, depth) or [UNKNOWN] for a in args]
-                    result |= {"%" + s for s in _join([text], *parts, sep="/")}
+                    result |= {"%" + s for s in join([text], *parts, sep="/")}
                 elif name in ("resolve", "absolute", "expanduser"):
                     result.add(owner)
                 elif name in ("with_suffix", "with_name") and args:
@@ -628,7 +481,7 @@ class Notebook:
         finally:
             self.active.discard(key)
 
-    def _imported(self, callee: str, node: ast.Call, scope: _Scope, depth: int) -> set[str]:
+    def _imported(self, callee: str, node: ast.Call, scope: Scope, depth: int) -> set[str]:
         first = node.args[0] if node.args else None
         if callee == "importlib.reload":
             return set(self.value(first, scope, depth)) if first is not None else set()
@@ -646,141 +499,3 @@ class Notebook:
                 name = name.split(".")[0]
             result.add(name)
         return result
-
-
-class Collector(ast.NodeVisitor):
-    """Первый проход: привязки имён, области видимости, вызовы и возвраты."""
-
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
-        self.scope = notebook.module
-
-    def _inside(self, node: ast.AST) -> None:
-        visit_scope(self, node)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.nb.bind_name(self.scope, node.name, {f"def:{id(node)}"})
-        inner = self.nb.scope_for(node, self.scope)
-        arguments = node.args
-        positional = (*arguments.posonlyargs, *arguments.args)
-        if isinstance(self.scope.function, ast.ClassDef) and positional:
-            # self в методе — экземпляр класса: его атрибуты — атрибуты класса
-            self.nb.bind_name(inner, positional[0].arg, {f"class:{self.scope.key}"})
-        for argument, default in zip(positional[::-1], arguments.defaults[::-1], strict=False):
-            self.nb.assigns.append((inner, ast.Name(argument.arg, ast.Store()), default, False))
-        for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-            if default is not None:
-                self.nb.assigns.append((inner, ast.Name(argument.arg, ast.Store()), default, False))
-        self._inside(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        self._inside(node)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.nb.bind_name(self.scope, node.name, {f"class:{id(node)}"})
-        self._inside(node)
-
-    def visit_Return(self, node: ast.Return) -> None:
-        scope = self.scope
-        if node.value is not None and scope.function is not None:
-            self.nb.returns.setdefault(scope.key, []).append((scope, node.value))
-        self.generic_visit(node)
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for target in node.targets:
-            self.nb.assigns.append((self.scope, target, node.value, False))
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self.nb.assigns.append((self.scope, node.target, node.value, False))
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        if isinstance(node.target, ast.Name):
-            combined = ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value)
-            self.nb.assigns.append((self.scope, node.target, combined, False))
-        self.generic_visit(node)
-
-    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
-        self.nb.assigns.append((self.scope, node.target, node.value, False))
-        self.generic_visit(node)
-
-    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
-        self.nb.assigns.append((self.scope, node.target, node.iter, True))
-        self.generic_visit(node)
-
-    visit_AsyncFor = visit_For  # type: ignore[assignment]
-
-    def visit_comprehension(self, node: ast.comprehension) -> None:
-        self.nb.assigns.append((self.scope, node.target, node.iter, True))
-        self.generic_visit(node)
-
-    def visit_withitem(self, node: ast.withitem) -> None:
-        if node.optional_vars is not None:
-            self.nb.assigns.append((self.scope, node.optional_vars, node.context_expr, False))
-        self.generic_visit(node)
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            if alias.asname:
-                self.nb.bind_name(self.scope, alias.asname, {alias.name})
-            else:
-                top = alias.name.split(".")[0]
-                self.nb.bind_name(self.scope, top, {top})
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level or not node.module:
-            return
-        for alias in node.names:
-            if alias.name != "*":
-                bound = alias.asname or alias.name
-                self.nb.bind_name(self.scope, bound, {f"{node.module}.{alias.name}"})
-
-    def visit_Call(self, node: ast.Call) -> None:
-        self.nb.calls.append((self.scope, node))
-        for tree, _ in embedded(node):
-            self.visit(tree)
-        # Привязки внутри кода из строки (``exec("import feedback as f")``) — тоже привязки.
-        for argument in code_strings(node, spelled_callees(node)):
-            if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
-                tree = as_code(argument.value)
-                if tree is not None:
-                    self.visit(tree)
-        self.generic_visit(node)
-
-
-def visit_scope(visitor: Any, node: ast.AST) -> None:
-    """Обходит определение: снаружи — декораторы и умолчания, в своей области — тело."""
-    if isinstance(node, ast.ClassDef):
-        outside = [*node.decorator_list, *node.bases, *node.keywords]
-        body: list[ast.AST] = list(node.body)
-    else:
-        arguments = node.args  # type: ignore[attr-defined]
-        outside = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
-        if isinstance(node, ast.Lambda):
-            body = [node.body]
-        else:
-            every = (
-                *arguments.posonlyargs,
-                *arguments.args,
-                *arguments.kwonlyargs,
-                arguments.vararg,
-                arguments.kwarg,
-            )
-            outside += node.decorator_list  # type: ignore[attr-defined]
-            outside += [a.annotation for a in every if a is not None and a.annotation]
-            if node.returns is not None:  # type: ignore[attr-defined]
-                outside.append(node.returns)  # type: ignore[attr-defined]
-            body = list(node.body)  # type: ignore[attr-defined]
-    for part in outside:
-        visitor.visit(part)
-    outer = visitor.scope
-    visitor.scope = visitor.nb.scope_for(node, outer)
-    try:
-        for part in body:
-            visitor.visit(part)
-    finally:
-        visitor.scope = outer

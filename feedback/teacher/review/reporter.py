@@ -13,16 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from feedback.teacher.review.bindings import (
-    UNKNOWN,
-    Notebook,
-    danger,
-    is_course,
-    is_dotted,
-    is_sensitive,
-    top_module,
-    visit_scope,
-)
+from feedback.teacher.review.bindings import Notebook
 from feedback.teacher.review.cells import (
     as_code,
     code_strings,
@@ -56,6 +47,15 @@ from feedback.teacher.review.rules import (
     VALUE_TYPES,
     WRITERS,
     bare,
+)
+from feedback.teacher.review.scopes import visit_scope
+from feedback.teacher.review.values import (
+    UNKNOWN,
+    danger,
+    is_course,
+    is_dotted,
+    is_sensitive,
+    top_module,
 )
 
 
