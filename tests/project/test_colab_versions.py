@@ -416,6 +416,8 @@ def probe_sliders() -> dict:
 
 if __name__ == "__main__":
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # Как скрипт (в окружении Colab) помощники тестов не на пути: pytest кладёт их туда сам.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
     found = globals()[f"probe_{sys.argv[1]}"]()
     if len(sys.argv) > 2:  # в файл данных: по строке на поле, чтобы правки читались в diff
         Path(sys.argv[2]).write_text(json.dumps(found, ensure_ascii=False, indent=1) + "\n")
