@@ -251,7 +251,7 @@ def test_the_refusal_row_survives_make_grade_tables(settings, unix_users):
     submit(settings, LEARNER, "2026-12-01 10:00:00.000000 UTC", "x = 0", unix_users[OTHER])
     hub_collect.collect(settings)
     tables = ClassTables(problems=[Problem(LEARNER, LAB, "x.ipynb", "другое")])
-    write(settings.work, tables)
+    write(settings.workspace, tables)
     rows = problems(settings)
     assert [row.problem for row in rows if row.file == "x.ipynb"] == ["другое"]
     assert [row.student for row in rows if "подлог" in row.problem] == [LEARNER]
