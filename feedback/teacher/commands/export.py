@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from feedback.formatting import plural
-from feedback.teacher.core.settings import Settings
+from feedback.teacher.commands import settings_from_env
 from feedback.teacher.intake import roster
 from feedback.teacher.lms import export, handback
 from feedback.teacher.lms.export import ExportError
@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--lab", default=None, help="лабораторная ведомости: id или номер (7.2)")
     args = parser.parse_args(argv)
-    settings = Settings.from_env()
+    settings = settings_from_env()
+    if settings is None:
+        return 2
     workspace = settings.workspace
     work = workspace.folder
     if not workspace.has_gradebook:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import sys
 
-from feedback.teacher.core.settings import Settings
+from feedback.teacher.commands import settings_from_env
 from feedback.teacher.pages import analytics, reports
 from feedback.teacher.records import gradebook
 
 
 def main(argv: list[str] | None = None) -> int:
-    settings = Settings.from_env()
+    settings = settings_from_env()
+    if settings is None:
+        return 2
     workspace = settings.workspace
     written = reports.rewrite_all(workspace)
     print(f"Отчёты обновлены: {len(written)} (в {workspace.feedback_reports})")

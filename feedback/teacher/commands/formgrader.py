@@ -11,7 +11,7 @@ import os
 import secrets
 import sys
 
-from feedback.teacher.core.settings import Settings
+from feedback.teacher.commands import settings_from_env
 from feedback.teacher.hub import formgrader
 
 
@@ -20,7 +20,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=None, help="порт (по умолчанию свободный)")
     parser.add_argument("--no-browser", action="store_true", help="не открывать браузер")
     args = parser.parse_args(argv)
-    root = Settings.from_env().root
+    settings = settings_from_env()
+    if settings is None:
+        return 2
+    root = settings.root
     port = args.port or formgrader.free_port()
     token = secrets.token_hex(24)
     print(f"formgrader: {formgrader.url(port, token)}", flush=True)

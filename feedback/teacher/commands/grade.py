@@ -23,6 +23,7 @@ from feedback.teacher.core.settings import Settings
 from feedback.teacher.grading import grade as grading
 from feedback.teacher.grading import messages
 from feedback.teacher.grading.run import NothingGraded, SetupError
+from feedback.teacher.unit import runner
 
 
 def parser() -> argparse.ArgumentParser:
@@ -52,6 +53,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    # Процесс-шаблон единиц заранее импортирует запуск оценивания и всё, что ему нужно.
+    runner.preload(grading.__name__)
     try:
         settings = Settings.from_env()
         grading.grade(args.submissions, args.jobs, args.scheduler, args.roster, settings)

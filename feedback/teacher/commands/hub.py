@@ -19,15 +19,17 @@ JupyterLab, преподаватель собирает работы (``make col
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+from feedback.teacher.commands import settings_from_env
 from feedback.teacher.core.labs import UnknownLab
 from feedback.teacher.core.settings import COURSE_ID, Settings
 from feedback.teacher.hub import accounts as hub_users
 from feedback.teacher.hub import collect, handback, lateness, process, release
 from feedback.teacher.hub.prepare import prepare
-from feedback.teacher.hub.state import MODES, TEACHER, Hub, HubError, HubState, choose_mode
+from feedback.teacher.hub.state import MODES, TEACHER, Hub, HubError, choose_mode
 from feedback.teacher.intake import exchange
 
 REMOVE_USERS = "sudo .venv/bin/python -m feedback.teacher.commands.hub remove-users --yes"
@@ -40,7 +42,9 @@ def remove_users(settings: Settings, prefix: str | None, sure: bool) -> int:
     """
     folder = settings.workspace.hub
     if prefix is None and settings.workspace.hub_state.is_file():
-        prefix = HubState.load(settings.workspace.hub_state).prefix
+        # Только приставка и мягко: hub.json прошлого семестра мог быть неполным.
+        state = json.loads(settings.workspace.hub_state.read_text(encoding="utf-8"))
+        prefix = state.get("prefix") if isinstance(state, dict) else None
     logins = hub_users.recorded(folder)
     if not sure:
         print(
@@ -106,7 +110,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv or ["start"])
-    settings = Settings.from_env()
+    settings = settings_from_env()
+    if settings is None:
+        return 2
     try:
         if args.action == "stop":
             stopped = process.stop(settings.workspace)

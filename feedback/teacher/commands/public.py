@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Публичная копия курса 7 для учащихся.")
     parser.add_argument("destination", type=Path, help="новая папка для публичной копии")
     args = parser.parse_args(argv)
-    settings = Settings.from_env()
+    settings = Settings()  # нужен только корень курса: окружение не читается
     try:
         public.export(args.destination, settings.root)
     except FileExistsError as error:

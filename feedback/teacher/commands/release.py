@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Тетрадки учащихся из solutions/.")
     parser.add_argument("--check", action="store_true", help="только проверить, ничего не меняя")
     args = parser.parse_args(argv)
-    settings = Settings.from_env()
+    settings = Settings()  # нужен только корень курса: окружение не читается
     if args.check:
         problems = release.stale_notebooks(settings.root)
         for problem in problems:

@@ -10,14 +10,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from feedback.teacher.core.settings import Settings
+from feedback.teacher.commands import settings_from_env
 from feedback.teacher.pages import analytics
 from feedback.teacher.records import gradebook
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    settings = Settings.from_env()
+    settings = settings_from_env()
+    if settings is None:
+        return 2
     if args:
         settings = replace(settings, work=Path(args[0]).resolve())
     if not settings.workspace.has_gradebook:

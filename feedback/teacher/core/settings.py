@@ -130,11 +130,6 @@ def budget_changes(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return changes
 
 
-def gradebook_url(work: Path) -> str:
-    """Адрес базы оценок nbgrader в рабочей папке (SQLite)."""
-    return Workspace(work).gradebook_url
-
-
 def _path(value: Any) -> Path | None:
     return Path(value).resolve() if value is not None else None
 

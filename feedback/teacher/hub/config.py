@@ -53,7 +53,7 @@ def nbgrader_config(student_id: str | None, settings: Settings) -> str:
     и exchange, и рабочая папка — из ``COURSE7_GRADING_DIR`` его сервера).
     """
     lines = [
-        '"""Создан make hub (feedback/teacher/hub/config.py) заново при каждом запуске."""',
+        '"""Создан make hub (feedback/teacher/hub/config.py) заново: не правьте."""',
         "",
         "c = get_config()  # noqa: F821",
     ]

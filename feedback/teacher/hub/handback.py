@@ -51,7 +51,7 @@ def hub_feedback(settings: Settings) -> list[Feedback]:
             continue  # make collect кладёт сюда только обычные файлы
         folder = secret.parent
         student, lab = folder.parent.name, folder.name
-        report = settings.workspace.feedback_reports / student / lab / f"{lab}.html"
+        report = settings.workspace.learner_report(student, lab)
         notebook = _read_graded(folder / f"{lab}.ipynb")
         before = graded.get((student, lab))
         problem = None

@@ -63,12 +63,6 @@ from feedback.teacher.pages.similarity import similar_rows, tasks_from
 from feedback.teacher.records.class_tables import ClassTables
 from feedback.teacher.records.mistakes import mistake_description
 
-MISTAKES_CSV = MistakeRow.FILE
-SIMILAR_CSV = SimilarRow.FILE
-SUMMARY_HTML = Workspace.SUMMARY
-MISTAKES_MD = Workspace.MISTAKES_LIST
-
-
 # --------------------------------------------------------------------------- чтение папки
 
 

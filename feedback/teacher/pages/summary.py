@@ -108,11 +108,10 @@ def report_href(workspace: Workspace, student: str, lab: str) -> str | None:
     if not student or student == "?" or not lab or lab == "?":
         return None
     reports = workspace.feedback_reports.resolve()
-    path = (reports / student / lab / f"{lab}.html").resolve()
-    if reports not in path.parents or not path.is_file():
+    report = workspace.learner_report(student, lab)
+    if reports not in report.resolve().parents or not report.is_file():
         return None
-    parts = (*workspace.feedback_reports.relative_to(workspace.folder).parts, student, lab)
-    return "/".join(quote(part, safe="") for part in (*parts, f"{lab}.html"))
+    return "/".join(quote(part, safe="") for part in report.relative_to(workspace.folder).parts)
 
 
 # --------------------------------------------------------------------------- диаграммы

@@ -40,15 +40,8 @@ from feedback.teacher.core.tables import (
 from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.records import gradebook
 
-#: Баллы прошлого запуска по заданиям и отпечатки оценённых работ и ответов.
-SCORES = Workspace.SCORES
-CHANGES = ChangeRow.FILE
-#: Снятые ручные оценки: ответ изменился после проверки.
-MANUAL_ARCHIVE = ManualArchiveRow.FILE
 #: Почему ручная оценка снята (changes.csv и manual_archive.csv).
 ANSWER_CHANGED = gradebook.ANSWER_CHANGED
-#: Баллы в базе в начале запуска (с ручными оценками, поставленными после снимка).
-START = Workspace.SCORES_START
 
 Key = tuple[str, str]
 

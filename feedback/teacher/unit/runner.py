@@ -37,18 +37,13 @@ from feedback.teacher.core.results import Job, UnitResult
 from feedback.teacher.unit.dask_tls import Cluster
 from feedback.teacher.unit.pipeline import failed_result
 
-#: Что процесс-шаблон импортирует заранее: единицу и всё, что импортирует
-#: :mod:`feedback.teacher.commands.grade`, — но не сам этот модуль. Под ``python -m
-#: feedback.teacher.commands.grade`` (``make grade``) multiprocessing в каждом процессе
-#: единицы заново выполняет главный модуль родителя под именем ``__mp_main__``, и если модуль
-#: с тем же именем уже импортирован, runpy печатает английское RuntimeWarning — по одному на
-#: каждую работу.
-#: С зависимостями, импортированными здесь, это повторное выполнение стоит миллисекунды.
+#: Что процесс-шаблон импортирует заранее из этой комнаты и ниже: процесс единицы первым
+#: (запрет грамматик IRI до nbformat, :mod:`feedback.teacher.unit.lean`) и саму единицу.
+#: Модули выше (запуск оценивания со всем, что он импортирует) добавляет тот, кто запускает
+#: единицы, — :func:`preload`: комната ``unit`` их не знает.
 PRELOAD = [
-    "feedback.teacher.unit.process",  # первым: запрет грамматик IRI до nbformat (unit.lean)
+    "feedback.teacher.unit.process",
     "feedback.teacher.unit.pipeline",
-    "feedback.teacher.records.gradebook",
-    "feedback.teacher.pages.reports",
     "feedback.teacher.intake.uploads",
 ]
 
@@ -59,6 +54,18 @@ def _context() -> multiprocessing.context.BaseContext:
     if method == "forkserver":
         context.set_forkserver_preload(PRELOAD)
     return context
+
+
+def preload(*modules: str) -> None:
+    """Ещё модули для процесса-шаблона — до первой единицы.
+
+    Под ``python -m feedback.teacher.commands.grade`` (``make grade``) multiprocessing в каждом
+    процессе единицы заново выполняет главный модуль родителя под именем ``__mp_main__``: всё,
+    что он импортирует, уже должно быть в шаблоне — тогда это стоит миллисекунды. Сам главный
+    модуль сюда не передают: runpy напечатал бы английское RuntimeWarning на каждую работу.
+    """
+    if _CONTEXT.get_start_method() == "forkserver":
+        _CONTEXT.set_forkserver_preload([*PRELOAD, *modules])
 
 
 _CONTEXT = _context()

@@ -24,7 +24,7 @@ import pytest
 from corpus import FORWARD, TABLE, lab2
 
 from feedback.teacher.core import files
-from feedback.teacher.records import ledger
+from feedback.teacher.core.workspace import Workspace
 
 from submissions import student_notebook, submission
 
@@ -143,8 +143,8 @@ def test_a_run_killed_at_any_moment_and_repeated_equals_an_uninterrupted_one(
     work = fresh("killed")
     # Баллы начала запуска пишутся раз на снимок (повтор оборванного берёт записанные), поэтому
     # обрыв перед их записью — первым в цепочке, пока запуску ещё есть что писать.
-    once = [f"write:{name}" for name in tables if name == ledger.START]
-    every = [f"write:{name}" for name in tables if name != ledger.START]
+    once = [f"write:{name}" for name in tables if name == Workspace.SCORES_START]
+    every = [f"write:{name}" for name in tables if name != Workspace.SCORES_START]
     assert once, targets
     for kill in [*once, "unit:1", *every]:
         killed = _grade(work, second, kill)

@@ -426,12 +426,12 @@ def test_a_resubmitted_answer_waits_for_the_teacher_again_everywhere(
     ivanov, petrova = grades[("ivanov", LAB2)], grades[("petrova", LAB2)]
     assert (ivanov["score"], ivanov["pending_manual_points"]) == ("4.0", "1.0")
     assert (petrova["score"], petrova["pending_manual_points"]) == ("5.0", "0.0")
-    changed = _by(read_csv(work / ledger.CHANGES), "student_id", "task")
+    changed = _by(read_csv(work / Workspace.CHANGES), "student_id", "task")
     row = changed[("ivanov", ANSWER)]
     assert (row["old_points"], row["new_points"], row["why"]) == ("1", "", ledger.ANSWER_CHANGED)
     row = changed[("petrova", ANSWER)]  # её оценка с прошлого make grade — и осталась
     assert (row["old_points"], row["new_points"], row["why"]) == ("", "1", "ручная оценка")
-    (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
+    (archived,) = read_csv(work / Workspace.MANUAL_ARCHIVE)
     assert (archived["student_id"], archived["manual_points"], archived["comment"]) == (
         "ivanov",
         "1",

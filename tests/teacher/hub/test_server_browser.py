@@ -186,7 +186,7 @@ def _manual(work: Path, student: str, score: float, comment: str) -> None:
 def _changes(work: Path) -> dict[tuple[str, str], tuple[str, str, str]]:
     return {
         (row["student_id"], row["task"]): (row["old_points"], row["new_points"], row["why"])
-        for row in read_csv(work / ledger.CHANGES)
+        for row in read_csv(work / Workspace.CHANGES)
     }
 
 
@@ -227,7 +227,7 @@ def test_a_resubmission_through_the_exchange_is_graded_as_a_new_moodle_upload(
     assert changes[("ivanov", QUESTION)] == ("", "1", "ручная оценка")  # поставлена и осталась
     assert changes[("Petrova", QUESTION)] == ("1", "", ledger.ANSWER_CHANGED)
     assert ("Petrova", "check_compute_num_flops") not in changes  # баллы функции те же
-    (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
+    (archived,) = read_csv(work / Workspace.MANUAL_ARCHIVE)
     assert (archived["student_id"], archived["task"], archived["manual_points"]) == (
         "Petrova",
         QUESTION,

@@ -534,7 +534,7 @@ def test_hint_without_the_word_is_the_verdict_text():
 
 
 def test_mistakes_csv_keeps_rows_of_works_not_graded_now(tmp_path):
-    path = tmp_path / analytics.MISTAKES_CSV
+    path = tmp_path / Workspace.MISTAKES
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(header(MistakeRow))
@@ -595,7 +595,7 @@ def test_lecture_notes_count_learners_not_tasks(tmp_path):
     ]
     _table(tmp_path / "grades_by_task.csv", ["student_id", "assignment", "grade_id",
            "auto_score", "max_score", "manual_score", "score"], by_task)  # fmt: skip
-    _table(tmp_path / analytics.MISTAKES_CSV, header(MistakeRow),
+    _table(tmp_path / Workspace.MISTAKES, header(MistakeRow),
            [[s, LAB4, task, code, "", ""] for (s, task), code in failed.items()])  # fmt: skip
     data = analytics.class_data(Workspace(tmp_path), Settings().labs)
     notes = analytics.lecture_notes(data)
@@ -632,7 +632,7 @@ def test_labelled_works_get_exactly_their_mistakes(graded_class):
                     row["grade_id"]
                 )
     found = {}
-    for row in read_csv(work / analytics.MISTAKES_CSV):
+    for row in read_csv(work / Workspace.MISTAKES):
         found.setdefault((row["student_id"], row["lab"]), {})[row["task"]] = row["mistake"]
         assert row["mistake"] in MISTAKES or row["mistake"] == NOT_ATTEMPTED
         assert row["description"] == mistake_description(row["mistake"])
@@ -668,7 +668,7 @@ class _Rows(HTMLParser):
 @pytest.mark.slow
 def test_summary_shares_equal_the_tables(graded_class):
     work = graded_class.work
-    page = (work / analytics.SUMMARY_HTML).read_text(encoding="utf-8")
+    page = (work / Workspace.SUMMARY).read_text(encoding="utf-8")
     parsed = _Rows()
     parsed.feed(page)
     assert parsed.scripts == 0 and parsed.events == []
@@ -681,7 +681,7 @@ def test_summary_shares_equal_the_tables(graded_class):
             totals[key] += 1
             passed[key] += float(row["auto_score"] or 0) >= float(row["max_score"])
     counts = Counter(
-        (row["lab"], row["task"], row["mistake"]) for row in read_csv(work / analytics.MISTAKES_CSV)
+        (row["lab"], row["task"], row["mistake"]) for row in read_csv(work / Workspace.MISTAKES)
     )
     shown_tasks = {
         (row["data-lab"], row["data-task"]): row for row in parsed.rows if row["class"] == "task"
@@ -723,7 +723,7 @@ def test_summary_shares_equal_the_tables(graded_class):
 @pytest.mark.slow
 def test_summary_links_lists_and_lecture_notes(graded_class):
     work = graded_class.work
-    page = (work / analytics.SUMMARY_HTML).read_text(encoding="utf-8")
+    page = (work / Workspace.SUMMARY).read_text(encoding="utf-8")
     # Злое имя файла из problems.csv показано текстом, а не тегом.
     assert "&lt;img src=x onerror=document.title=&#39;PWNED&#39;&gt;" in page
     assert "<img src=x" not in page
@@ -732,7 +732,7 @@ def test_summary_links_lists_and_lecture_notes(graded_class):
         assert (work / href.replace("&amp;", "&")).is_file(), href
     assert 'href="feedback_reports/h74_copy_original/' in page
     assert "Ждут преподавателя" in page and "h74_copy_renamed" in page
-    notes = (work / analytics.MISTAKES_MD).read_text(encoding="utf-8")
+    notes = (work / Workspace.MISTAKES_LIST).read_text(encoding="utf-8")
     assert "## Лабораторная 7.4. Оцените память GPU" in notes
     assert "## Лабораторная 7.2. Оцените FLOPs обучения" in notes
     assert "Подсказка, которую видели учащиеся" in notes
@@ -740,7 +740,7 @@ def test_summary_links_lists_and_lecture_notes(graded_class):
 
 @pytest.mark.slow
 def test_the_copied_pair_is_found_and_nothing_else_but_identical_cells(graded_class):
-    rows = read_csv(graded_class.work / analytics.SIMILAR_CSV)
+    rows = read_csv(graded_class.work / Workspace.SIMILAR)
     found = {(r["lab"], r["task"], r["student_a"], r["student_b"]) for r in rows}
     assert COPIED_PAIRS <= found
     works = {item.student: item for item in graded_class.works}
@@ -809,7 +809,7 @@ def _three_hundred(graded_class, target: Path) -> tuple[int, int]:
         for name in (
             "grades_by_task.csv",
             "grades.csv",
-            analytics.MISTAKES_CSV,
+            Workspace.MISTAKES,
             "timings.csv",
             "problems.csv",
             "needs_review.csv",
@@ -853,7 +853,7 @@ def test_analytics_cost_under_five_percent_of_grading_300_works(graded_class, tm
     scaled = seconds + gradebook_seconds * (300 / works_in_class - 1)
     grading_seconds = cpu * CPU_WORK_SECONDS + gpu * GPU_WORK_SECONDS
     share = scaled / grading_seconds
-    rows = len(read_csv(tmp_path / analytics.SIMILAR_CSV))
+    rows = len(read_csv(tmp_path / Workspace.SIMILAR))
     with capsys.disabled():
         print(
             f"\nсводка на 300 работ ({cpu} CPU, {gpu} GPU): {seconds:.2f} с, база оценок "

@@ -159,7 +159,7 @@ def test_summary_page_in_chromium(graded_class, tmp_path):
     from playwright.sync_api import sync_playwright
 
     work = graded_class.work
-    page_path = work / analytics.SUMMARY_HTML
+    page_path = work / Workspace.SUMMARY
     hostile = summary.write_summary(Workspace(tmp_path), hostile_data(tmp_path))
     labs = {row.assignment for row in read_rows(work / GradeRow.FILE, GradeRow)}
     shot = SCREENSHOTS / "summary.png"
@@ -216,11 +216,11 @@ def course_work(work: Path) -> Path:
            "max_score", "manual_score", "score"], by_task)  # fmt: skip
     _table(work / "grades.csv", ["assignment", "student_id", "score", "max_score"],
            [[LAB2, student, score, 4.0] for student, score in scores.items()])  # fmt: skip
-    _table(work / analytics.MISTAKES_CSV, header(MistakeRow), [
+    _table(work / Workspace.MISTAKES, header(MistakeRow), [
         [s, LAB2, "check_compute_num_flops", "flops.forward_only", "x", "Подсказка курса"]
         for s in ("s1", "s2")
     ])  # fmt: skip
-    _table(work / analytics.SIMILAR_CSV, header(SimilarRow),
+    _table(work / Workspace.SIMILAR, header(SimilarRow),
            [[LAB2, "reflection_scaling", "s1", "s2", "0.875", "общий кусок"]])  # fmt: skip
     _table(work / "timings.csv", ["student_id", "lab", "seconds"],
            [["s1", LAB2, "1.5"], ["s2", LAB2, "1.5"], ["s3", LAB2, "12.25"]])  # fmt: skip

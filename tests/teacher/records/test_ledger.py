@@ -76,17 +76,17 @@ def test_a_manual_grade_stays_until_the_graded_answer_changes(
     task = _task(work)
     assert (task.manual, task.needs_manual, task.pending) == (1.0, False, False)
     # changes.csv называет оценку преподавателя, поставленную между запусками, — и только её.
-    (change,) = [r for r in read_csv(work / ledger.CHANGES) if r["task"] == ANSWER]
+    (change,) = [r for r in read_csv(work / Workspace.CHANGES) if r["task"] == ANSWER]
     assert (change["old_points"], change["new_points"], change["why"]) == ("", "1", "ручная оценка")
 
     # Учащийся переписал ответ и сдал заново: оценка снята, ответ снова ждёт проверки.
     _grade_once(settings, folder, SECOND)
     task = _task(work)
     assert (task.manual, task.needs_manual, task.pending) == (None, True, True)
-    (change,) = [r for r in read_csv(work / ledger.CHANGES) if r["task"] == ANSWER]
+    (change,) = [r for r in read_csv(work / Workspace.CHANGES) if r["task"] == ANSWER]
     assert (change["old_points"], change["new_points"]) == ("1", "")
     assert change["why"] == ledger.ANSWER_CHANGED
-    (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
+    (archived,) = read_csv(work / Workspace.MANUAL_ARCHIVE)
     assert (archived["manual_points"], archived["comment"]) == ("1", COMMENT)
     # Что изменилось — видно: прежний оценённый ответ рядом с новым.
     assert (archived["old_answer"], archived["new_answer"]) == (FIRST, SECOND)
@@ -118,15 +118,15 @@ def test_a_grade_given_after_the_last_run_and_taken_by_the_next_is_in_changes(
     _manual(work, 1.0, COMMENT)
     _grade_once(settings, folder, SECOND)
     assert _task(work).pending
-    (change,) = [r for r in read_csv(work / ledger.CHANGES) if r["task"] == ANSWER]
+    (change,) = [r for r in read_csv(work / Workspace.CHANGES) if r["task"] == ANSWER]
     assert (change["old_points"], change["new_points"], change["why"]) == (
         "1",
         "",
         ledger.ANSWER_CHANGED,
     )
-    (archived,) = read_csv(work / ledger.MANUAL_ARCHIVE)
+    (archived,) = read_csv(work / Workspace.MANUAL_ARCHIVE)
     assert (archived["manual_points"], archived["comment"]) == ("1", COMMENT)
-    assert not (work / ledger.START).exists()  # запуск дошёл до конца
+    assert not (work / Workspace.SCORES_START).exists()  # запуск дошёл до конца
 
 
 def test_an_archived_grade_is_written_once_even_if_its_comment_looks_like_a_formula(tmp_path):
@@ -139,7 +139,7 @@ def test_an_archived_grade_is_written_once_even_if_its_comment_looks_like_a_form
     other = ManualArchiveRow("petrova", LAB2, ANSWER, "2", "Верно.", ANSWER_CHANGED)
     ledger.archive_manual(Workspace(tmp_path), [row])
     ledger.archive_manual(Workspace(tmp_path), [row, other])
-    archived = read_rows(tmp_path / ledger.MANUAL_ARCHIVE, ManualArchiveRow)
+    archived = read_rows(tmp_path / Workspace.MANUAL_ARCHIVE, ManualArchiveRow)
     assert [(item.student_id, item.comment) for item in archived] == [
         ("ivanov", "'=неверно, но близко"),
         ("petrova", "Верно."),
@@ -175,7 +175,7 @@ def test_an_override_survives_a_late_archive_with_a_broken_file_and_a_regrade(
         if folder == late:  # битый файл опоздавших — строка problems.csv
             problems = read_csv(work / "problems.csv")
             assert [row["student_id"] for row in problems] == ["ivanov"]
-    assert not (work / ledger.MANUAL_ARCHIVE).exists()
+    assert not (work / Workspace.MANUAL_ARCHIVE).exists()
 
 
 def _summary(work) -> str:
