@@ -273,6 +273,7 @@ _UNIT_PROCESS = """
 import importlib.util, sys
 sys.modules["__main__"].__spec__ = importlib.util.find_spec("feedback.teacher.commands.grade")
 from feedback.teacher.unit import runner
+runner.preload("feedback.teacher.grading.grade")  # как commands.grade.main
 process = runner._CONTEXT.Process(target=print, args=("единица",))
 process.start()
 process.join()
