@@ -14,6 +14,7 @@ import pytest
 
 from feedback import settings
 from feedback.settings import VARIABLES, SettingError, parse_size
+from feedback.teacher.core.labs import is_gpu_notebook
 from feedback.teacher.core.settings import (
     CPU_LIMITS,
     GPU_LIMITS,
@@ -21,7 +22,6 @@ from feedback.teacher.core.settings import (
     Limits,
     Settings,
     UploadLimits,
-    is_gpu_lab,
 )
 
 from notebook_runner import ROOT
@@ -340,7 +340,7 @@ def test_gpu_labs_are_told_apart_in_one_place():
     gpu = {
         path.parent.name
         for path in (ROOT / "notebooks").glob("*/*.ipynb")
-        if is_gpu_lab(nbformat.read(path, as_version=4))
+        if is_gpu_notebook(nbformat.read(path, as_version=4))
     }
     assert {lab[:7] for lab in gpu} == {"lab_7_1", "lab_7_3", "lab_7_5", "lab_7_6"}, gpu
     assert Settings().limits_for(nbformat.v4.new_notebook()) == CPU_LIMITS

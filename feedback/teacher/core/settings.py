@@ -7,7 +7,7 @@ nbgrader_config.py, отчёты, выгрузка. Тесты и ``make bench``
 
 Здесь же — бюджеты одной работы (:class:`Limits`): для лабораторных на процессоре
 (:data:`CPU_LIMITS`) и для GPU-лабораторных в учебном режиме (:data:`GPU_LIMITS`), — пределы
-чтения работ (:class:`UploadLimits`) и то, как узнать GPU-лабораторную (:func:`is_gpu_lab`).
+чтения работ (:class:`UploadLimits`).
 Всё, что преподаватель может настроить, — здесь или в реестре переменных; константа модуля
 в остальном пакете — внутренний предел защиты, а не настройка (docs/development.md,
 «Правило настроек»). Модуль лёгкий: только стандартная библиотека и реестр переменных.
@@ -109,11 +109,6 @@ class UploadLimits:
 UPLOAD_LIMITS = UploadLimits()
 
 
-def is_gpu_lab(release: Mapping[str, Any]) -> bool:
-    """GPU-лабораторная по её выпуску (:func:`feedback.teacher.core.labs.is_gpu_notebook`)."""
-    return is_gpu_notebook(release)
-
-
 def budget_changes(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Бюджеты, которые преподаватель задал переменными COURSE7_*_TIMEOUT и COURSE7_MEMORY_LIMIT."""
     changes: dict[str, Any] = {}
@@ -180,7 +175,7 @@ class Settings:
 
     def limits_for(self, release: Mapping[str, Any]) -> Limits:
         """Бюджеты лабораторной по её выпуску."""
-        return self.gpu_limits if is_gpu_lab(release) else self.cpu_limits
+        return self.gpu_limits if is_gpu_notebook(release) else self.cpu_limits
 
     # ----------------------------------------------------------------------- пути курса
 

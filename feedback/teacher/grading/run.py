@@ -14,8 +14,9 @@ from pathlib import Path
 
 import nbformat
 
+from feedback.teacher.core.labs import is_gpu_notebook
 from feedback.teacher.core.results import Job
-from feedback.teacher.core.settings import Settings, is_gpu_lab
+from feedback.teacher.core.settings import Settings
 from feedback.teacher.intake import roster
 from feedback.teacher.intake.uploads import Submission
 from feedback.teacher.records import ledger
@@ -83,7 +84,7 @@ def job_for(run: Run, submission: Submission, cache: Path | None) -> Job:
         seed=seed,
         sandbox=run.mode,
         limits=run.settings.limits_for(release),
-        gpu=is_gpu_lab(release),
+        gpu=is_gpu_notebook(release),
         cache_dir=str(cache) if cache else None,
         jax_cache_dir=str(cache / "jax") if cache else None,
     )

@@ -402,10 +402,10 @@ def has_autograded_tests(lab: str) -> bool:
 
 
 def is_gpu_source(lab: str) -> bool:
-    from feedback.teacher.core.settings import is_gpu_lab
+    from feedback.teacher.core.labs import is_gpu_notebook
 
     path = ROOT / "solutions" / lab / f"{lab}.ipynb"
-    return is_gpu_lab(json.loads(path.read_text(encoding="utf-8")))
+    return is_gpu_notebook(json.loads(path.read_text(encoding="utf-8")))
 
 
 #: Лабораторные, которые проверяет ``nbgrader validate``: исходник проходит все проверки,

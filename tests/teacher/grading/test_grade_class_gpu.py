@@ -117,12 +117,12 @@ def test_fresh_kernels_grade_every_gpu_work_as_templates_do(
     """
     from corpus import class_settings, use_class_secret
 
-    from feedback.teacher.core.settings import is_gpu_lab
+    from feedback.teacher.core.labs import is_gpu_notebook
     from feedback.teacher.grading import grade
 
     from submissions import student_notebook
 
-    gpu = [w for w in graded_class.works if is_gpu_lab(student_notebook(w.graded_as or w.lab))]
+    gpu = [w for w in graded_class.works if is_gpu_notebook(student_notebook(w.graded_as or w.lab))]
     students = {work.student for work in gpu}
     assert len(students) >= 9
     folder = tmp_path / "submitted"
