@@ -81,3 +81,14 @@ def nbgrader(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
+
+
+def record_unit(workspace, result, upload: str | None = None, graded_before=None):
+    """Результат единицы — в базу оценок и autograded/, как у ``make grade``
+    (:func:`feedback.teacher.records.gradebook.recording`), но без manual_archive.csv: тестам,
+    которые готовят базу, снятые ручные оценки не нужны."""
+    from feedback.teacher.records import gradebook
+
+    with gradebook.recording(workspace, result, upload, graded_before) as recorded:
+        pass
+    return recorded

@@ -150,23 +150,6 @@ class Recorded:
     pending: float = 0.0
 
 
-def record(
-    workspace: Workspace,
-    result: UnitResult,
-    upload: str | None = None,
-    graded_before: Mapping[str, str] | None = None,
-) -> Recorded:
-    """Записывает результат единицы в базу и кладёт проверенную тетрадку на место.
-
-    Возвращает, что записано, и в нём — снятые ручные оценки (``reopened``). Снятые оценки
-    в manual_archive.csv пишет вызывающий; чтобы архив был записан раньше, чем оценка уйдёт из
-    базы, — :func:`recording`, как это делает ``make grade``.
-    """
-    with recording(workspace, result, upload, graded_before) as recorded:
-        pass
-    return recorded
-
-
 @contextlib.contextmanager
 def recording(
     workspace: Workspace,
@@ -292,7 +275,7 @@ def answer_text(notebook: nbformat.NotebookNode, grade_id: str) -> str:
     проверку), а у проверки автопроверки — все ячейки решения работы, которые она проверяла.
 
     Это видит преподаватель в manual_archive.csv и в сводке рядом с новым ответом, когда его
-    оценка снята (:func:`record`).
+    оценка снята (:func:`recording`).
     """
     solutions = []
     for cell in notebook.cells:

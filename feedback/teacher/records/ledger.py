@@ -52,7 +52,7 @@ class Graded:
 
     ``answers`` — задание → отпечаток того, что оценивалось: текста ответа у письменного
     ответа и кода, сданного файла у автопроверки
-    (:func:`feedback.teacher.records.gradebook.record`).
+    (:func:`feedback.teacher.records.gradebook.recording`).
     """
 
     upload: str | None

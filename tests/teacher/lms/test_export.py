@@ -40,7 +40,7 @@ from feedback.teacher.records.gradebook import TaskScore
 from feedback.teacher.records.ledger import Graded, changes
 
 from notebook_runner import ROOT
-from submissions import load, submission
+from submissions import load, record_unit, submission
 
 LAB2, LAB4 = "lab_7_2_training_flops", "lab_7_4_gpu_memory"
 TITLE2 = "Лабораторная 7.2. Оцените FLOPs обучения"
@@ -86,9 +86,9 @@ def work(tmp_path, monkeypatch, fresh_work):
     Workspace(work).roster.write_text(ROSTER, encoding="utf-8")
     people = roster.load_roster(Workspace(work).roster)
     gradebook.import_students(Workspace(work), [p.fields for p in people.people.values()])
-    gradebook.record(Workspace(work), result("ivanov", LAB2, answers={"reflection_scaling"}))
-    gradebook.record(Workspace(work), result("petrova", LAB2, {"check_final_results": 0.5}))
-    gradebook.record(Workspace(work), result("ivanov", LAB4))
+    record_unit(Workspace(work), result("ivanov", LAB2, answers={"reflection_scaling"}))
+    record_unit(Workspace(work), result("petrova", LAB2, {"check_final_results": 0.5}))
+    record_unit(Workspace(work), result("ivanov", LAB4))
     roster.save_participants(
         Workspace(work),
         {("ivanov", LAB2): "101", ("petrova", LAB2): "102", ("ivanov", LAB4): "205"},
@@ -174,7 +174,7 @@ def test_moodle_grades_is_empty_not_zero_where_nothing_is_final(work):
 
 
 def test_export_command_writes_everything_and_names_strangers(work, capsys):
-    gradebook.record(Workspace(work), result("old_folder_id", LAB2))
+    record_unit(Workspace(work), result("old_folder_id", LAB2))
     assert export_command.main([]) == 0
     out = capsys.readouterr().out
     assert "old_folder_id" in out and "moodle_grades.csv" in out
@@ -352,7 +352,7 @@ def report_of(work: Path, student: str, lab: str) -> bytes:
 
 
 def test_feedback_zip_has_a_folder_per_learner_with_a_report_and_a_number(work, capsys):
-    gradebook.record(Workspace(work), result("sidorov", LAB2))  # отчёт есть, номера участника нет
+    record_unit(Workspace(work), result("sidorov", LAB2))  # отчёт есть, номера участника нет
     reports.rewrite_all(Workspace(work))
     # Папки из скачанного архива: с «_» в имени Moodle прочёл бы «Ivan» как номер, у другой —
     # чужой номер. Обе составляются заново из имени и номера.

@@ -14,6 +14,8 @@ from feedback.teacher.core.workspace import Workspace
 from feedback.teacher.course.release import ROOT
 from feedback.teacher.pages.reports import ReportExporter, report_config
 
+from submissions import record_unit
+
 ALT = "Рисунок из вывода ячейки"
 HOSTILE_SIZE = {"width": "1 onerror=alert(1)", "height": "2 onload=alert(2)"}
 
@@ -163,7 +165,7 @@ def lab4_work(tmp_path_factory):
         "check_calculate_input_data_memory": TaskOutcome(score=0.0, points=1),
     }
     autograded = nbformat.from_dict(json.loads(nbformat.writes(notebook)))
-    gradebook.record(Workspace(work), UnitResult("ivanov", LAB4, autograded, tests))
+    record_unit(Workspace(work), UnitResult("ivanov", LAB4, autograded, tests))
     return work
 
 

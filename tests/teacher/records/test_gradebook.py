@@ -1,6 +1,6 @@
 """Что значит «ждёт преподавателя»: одно правило для отчёта, grades.csv, сводки и выгрузки.
 
-Работа 7.4 записана в базу так же, как её пишет ``make grade`` (:func:`gradebook.record`):
+Работа 7.4 записана в базу так же, как её пишет ``make grade`` (:func:`gradebook.recording`):
 у неё находка для ручного просмотра (все проверки автопроверки помечены needs manual grade)
 и написанный, но не оценённый ответ на вопрос 1. «Ждёт ручной оценки» (pending) — только
 этот ответ: 1 балл и в отчёте учащегося, и в grades.csv, и в summary.html; 10 баллов
@@ -24,7 +24,7 @@ from feedback.teacher.lms import export
 from feedback.teacher.pages import analytics, summary
 from feedback.teacher.records import gradebook
 
-from submissions import read_csv
+from submissions import read_csv, record_unit
 
 LAB4 = "lab_7_4_gpu_memory"
 ANSWER = "Состояние оптимизатора Adam: два момента на каждый параметр."
@@ -55,7 +55,7 @@ def recorded(tmp_path_factory):
     finding = Finding(cell="Задание 1", line=1, code="import builtins", reason="подмена")
     autograded = nbformat.from_dict(json.loads(nbformat.writes(notebook)))
     result = UnitResult("ivanov", LAB4, autograded, tests, review=[finding])
-    gradebook.record(Workspace(work), result)
+    record_unit(Workspace(work), result)
     return work
 
 
