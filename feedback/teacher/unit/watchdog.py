@@ -256,8 +256,3 @@ def _on_device(path: str, device: int) -> bool:
         return os.lstat(path).st_dev == device
     except OSError:
         return False
-
-
-def folder_size(folder: Path) -> int:
-    """Сколько байт занимают файлы в папке (ссылки не разыменовываются)."""
-    return folder_usage(folder)[0]
